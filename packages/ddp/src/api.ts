@@ -1,0 +1,198 @@
+/**
+ * The public shape of @rddp/ddp: what RDMAP (and users) program against.
+ * Section numbers are RFC 5041's unless said otherwise.
+ */
+import type { LlpStream } from '@rddp/llp';
+import type { Observable } from 'rxjs';
+
+/** DDP Version: 1 = IETF (RFC 5041), 0 = RDMA Consortium DDP 1.0. Chosen per stream (§4.1). */
+export type DdpVersion = 0 | 1;
+/** The two profiles: `ietf` (DV=1, RDMAP RV=1) and `rdmac` (DV=0, RV=0). */
+export type DdpProfile = 'ietf' | 'rdmac';
+export const DDP_VERSION: Readonly<Record<DdpProfile, DdpVersion>> = { ietf: 1, rdmac: 0 };
+
+/** Tagged Buffer Model header (§4.2, Figure 3): 14 octets. */
+export interface DdpTaggedHeader {
+  readonly tagged: true;
+  /** L: last segment of the DDP Message. */
+  readonly last: boolean;
+  readonly dv: DdpVersion;
+  /** RsvdULP, 8 bits, owned by the ULP (RDMAP puts its control field here). */
+  readonly rsvdUlp: number;
+  /** STag, 32 bits. */
+  readonly stag: number;
+  /** Tagged Offset, 64 bits unsigned. */
+  readonly to: bigint;
+}
+
+/** Untagged Buffer Model header (§4.3, Figure 4): 18 octets. */
+export interface DdpUntaggedHeader {
+  readonly tagged: false;
+  readonly last: boolean;
+  readonly dv: DdpVersion;
+  /** RsvdULP, 40 bits as an unsigned number (RDMAP: its control octet, then the 32-bit Invalidate STag). */
+  readonly rsvdUlp: number;
+  /** Queue Number, 32 bits. */
+  readonly qn: number;
+  /** Message Sequence Number, 32 bits, starts at 1 per queue (§5.1.2). */
+  readonly msn: number;
+  /** Message Offset, 32 bits. */
+  readonly mo: number;
+}
+
+export type DdpHeader = DdpTaggedHeader | DdpUntaggedHeader;
+
+export const DDP_TAGGED_HEADER_LENGTH = 14;
+export const DDP_UNTAGGED_HEADER_LENGTH = 18;
+
+/** Access rights of a registered region (RFC 5040 §2.2/§5; RFC 5042). Bit flags. */
+export const Access = {
+  LocalRead: 1,
+  LocalWrite: 2,
+  RemoteRead: 4,
+  RemoteWrite: 8,
+} as const;
+export type AccessFlags = number;
+
+/** A registered memory region of the tagged model (§5.1.1). */
+export interface MemoryRegion {
+  /** STag: 24-bit index << 8 | 8-bit consumer key. */
+  readonly stag: number;
+  readonly pdId: number;
+  /** The caller-owned bytes. Placement writes straight into it. */
+  readonly buffer: Uint8Array;
+  /** Tagged Offset of buffer[0]: 0n for zero-based regions, the chosen base for address-based ones. */
+  readonly baseTo: bigint;
+  readonly length: number;
+  readonly access: AccessFlags;
+  /** false once invalidated (locally or remotely) or deregistered. */
+  readonly valid: boolean;
+}
+
+/** DDP errors reported to the ULP (§7.2). Layer is always DDP (1 in RFC 5040 Figure 9). */
+export const DdpErrorType = { TaggedBuffer: 0, UntaggedBuffer: 1 } as const;
+export type DdpErrorType = (typeof DdpErrorType)[keyof typeof DdpErrorType];
+
+/** §7.2 error codes for the Tagged Buffer Model (type 0). */
+export const TaggedErrorCode = {
+  InvalidStag: 0x00,
+  BaseOrBoundsViolation: 0x01,
+  StagNotAssociatedWithStream: 0x02,
+  ToWrap: 0x03,
+  InvalidDdpVersion: 0x04,
+} as const;
+
+/** §7.2 error codes for the Untagged Buffer Model (type 1). */
+export const UntaggedErrorCode = {
+  InvalidQn: 0x01,
+  InvalidMsnNoBufferAvailable: 0x02,
+  InvalidMsnRangeNotValid: 0x03,
+  InvalidMo: 0x04,
+  MessageTooLong: 0x05,
+  InvalidDdpVersion: 0x06,
+} as const;
+
+/** A DDP-detected error on an incoming segment (§7.1): nothing of the segment was placed. */
+export interface DdpErrorEvent {
+  /** 'ddp' for §7.2 errors; 'rdmap' when the ULP's `ulpCheck` refused the segment. */
+  readonly layer: 'ddp' | 'rdmap';
+  /** DdpErrorType for layer 'ddp'; RDMAP's error type (RFC 5040 §4.8) for layer 'rdmap'. */
+  readonly type: number;
+  readonly code: number;
+  readonly message: string;
+  /** The offending segment's DDP header, decoded (undefined if too short to decode). */
+  readonly header: DdpHeader | undefined;
+  /** The raw header octets (up to 18; for RDMAP's Terminate "DDP Segment Header" copy, RFC 5040 §4.8). */
+  readonly headerBytes: Uint8Array;
+  /** For untagged headers, the RDMAP header octets after the DDP header if present (up to 28, RFC 5040 §4.8). */
+  readonly ulpHeaderBytes: Uint8Array;
+}
+
+/** A tagged segment landed in a region (§5.1.1). Emitted after its bytes are written. */
+export interface PlacementEvent {
+  readonly stag: number;
+  readonly to: bigint;
+  readonly length: number;
+  readonly last: boolean;
+  readonly rsvdUlp: number;
+}
+
+/** A complete DDP Message (§5.4 delivery): all of its bytes placed, L=1 segment included. */
+export type DeliveryEvent = TaggedDeliveryEvent | UntaggedDeliveryEvent;
+
+export interface TaggedDeliveryEvent {
+  readonly tagged: true;
+  readonly stag: number;
+  /** TO of the L=1 segment's end; the message's extent is what its segments placed. */
+  readonly rsvdUlp: number;
+  /** Octets placed by this message (sum over its segments, counted since the previous L=1 on the stream). */
+  readonly length: number;
+}
+
+export interface UntaggedDeliveryEvent {
+  readonly tagged: false;
+  readonly qn: number;
+  readonly msn: number;
+  /** Message length: highest MO + length of the L=1 segment. */
+  readonly length: number;
+  readonly rsvdUlp: number;
+  /** The receive buffer the message was placed into, as posted. */
+  readonly buffer: Uint8Array;
+  /** The id given at `postReceive`. */
+  readonly receiveId: unknown;
+}
+
+/**
+ * The ULP's check of an incoming segment before placement (RDMAP validates its opcode and the
+ * RsvdULP fields here). Return undefined to accept, or an error to report instead of placing
+ * (then DDP places nothing and emits the error with `layer: 'ulp'`).
+ */
+export type UlpSegmentCheck = (header: DdpHeader, payloadLength: number) => UlpCheckFailure | undefined;
+export interface UlpCheckFailure {
+  readonly layer: 'rdmap';
+  readonly type: number;
+  readonly code: number;
+  readonly message: string;
+}
+
+export interface DdpStreamOptions {
+  /** IETF (DV=1) or RDMA Consortium (DV=0). Default `ietf`. */
+  readonly profile?: DdpProfile;
+  /** Protection domain this stream belongs to: only its STags may be used here (§8.2). */
+  readonly pdId: number;
+  /** The STag table tagged segments are checked against. */
+  readonly stags: StagTableApi;
+  /** Number of untagged queues (QN 0..n-1). RDMAP uses 3. Default 1. */
+  readonly queues?: number;
+  /** Optional ULP check run on every incoming segment before any byte is placed. */
+  readonly ulpCheck?: UlpSegmentCheck;
+}
+
+/** STag table surface DDP needs (implemented by `StagTable`). */
+export interface StagTableApi {
+  lookup(stag: number): MemoryRegion | undefined;
+}
+
+export type DdpStreamState = 'open' | 'error' | 'closing' | 'closed';
+
+/** One DDP Stream over one LLP stream (§6). */
+export interface DdpStreamApi {
+  readonly llp: LlpStream;
+  readonly profile: DdpProfile;
+  readonly state: DdpStreamState;
+  /** Largest payload per segment: MULPDU minus the header (§5.2). */
+  maxPayload(tagged: boolean): number;
+
+  /** Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last. */
+  sendTagged(stag: number, to: bigint, payload: readonly Uint8Array[], rsvdUlp: number): Promise<void>;
+  /** Send an untagged DDP Message on queue `qn` (§5.1.2), with the next MSN of that queue; resolves with it. */
+  sendUntagged(qn: number, payload: readonly Uint8Array[], rsvdUlp: number): Promise<number>;
+  /** Post a receive buffer on queue `qn`; consumed in MSN order. */
+  postReceive(qn: number, buffer: Uint8Array, receiveId?: unknown): void;
+  /** Receive buffers posted and not yet consumed on `qn`. */
+  postedReceives(qn: number): number;
+
+  readonly placement$: Observable<PlacementEvent>;
+  readonly delivery$: Observable<DeliveryEvent>;
+  readonly error$: Observable<DdpErrorEvent>;
+}
