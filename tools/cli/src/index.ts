@@ -1,0 +1,2 @@
+export { buildProgram } from './program.js';
+export { runLoopbackEcho, type EchoResult } from './commands/demo.js';

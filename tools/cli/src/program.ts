@@ -1,0 +1,18 @@
+import { Command } from 'commander';
+import { registerDemo } from './commands/demo.js';
+
+/** The `rddp` command line. Each command lives in ./commands/<name>.ts. */
+export function buildProgram(): Command {
+  const program = new Command('rddp')
+    .description('rddp — the iWARP protocol suite (RDMAP, DDP, MPA) in TypeScript')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride((err) => {
+      // commander's own usage errors exit 2 (bad flags), help/version exit 0.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
+        process.exit(0);
+      process.exit(2);
+    })
+    .configureOutput({ outputError: (s, write) => write(s) });
+  registerDemo(program);
+  return program;
+}
