@@ -1,2 +1,2 @@
+export { type EchoResult, runLoopbackEcho } from './commands/demo.js';
 export { buildProgram } from './program.js';
-export { runLoopbackEcho, type EchoResult } from './commands/demo.js';

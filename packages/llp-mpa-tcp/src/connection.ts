@@ -1,0 +1,108 @@
+/**
+ * One MPA/TCP connection after startup: exactly one LLP stream (RFC 5044 carries one DDP Stream per TCP
+ * connection), the negotiated parameters, and what the connection promises (strongDigest = CRC on).
+ */
+import type { Socket } from 'node:net';
+import type {
+  LlpAddress,
+  LlpCapabilities,
+  LlpCloseEvent,
+  LlpConnection,
+  LlpError,
+  LlpLogger,
+  LlpSetupInfo,
+  LlpStreamState,
+} from '@rddp/llp';
+import type { Observable } from 'rxjs';
+import { type MpaNegotiated, maxUlpPrivateData } from './negotiation.js';
+import { MpaTcpStream } from './stream.js';
+
+let nextId = 1;
+
+/** What a connection with these negotiated parameters promises (RFC 5041 §3). */
+export function mpaCapabilities(n: Pick<MpaNegotiated, 'crc' | 'enhanced'>): LlpCapabilities {
+  return {
+    reliable: true,
+    ordered: true,
+    preservesMessageBoundaries: true,
+    // RFC 5041 §3 asks for a digest at least as strong as CRC32c: MPA's CRC, when negotiated.
+    strongDigest: n.crc,
+    maxStreams: 1,
+    // 512 octets (RFC 5044 §7.1.1), less the 4 of RFC 6581 IRD/ORD data when it was exchanged.
+    maxPrivateData: n.enhanced ? maxUlpPrivateData(2) : maxUlpPrivateData(1),
+  };
+}
+
+export interface MpaConnectionInit {
+  readonly role: 'initiator' | 'responder';
+  readonly socket: Socket;
+  readonly negotiated: MpaNegotiated;
+  readonly localPrivateData: Uint8Array;
+  readonly remotePrivateData: Uint8Array;
+  readonly emss: number;
+  readonly mulpdu?: number;
+  readonly highWaterMark: number;
+  readonly closeTimeoutMs: number;
+  readonly logger: LlpLogger;
+}
+
+export class MpaTcpConnection implements LlpConnection {
+  readonly id: string;
+  readonly transport = 'mpa-tcp';
+  readonly role: 'initiator' | 'responder';
+  readonly capabilities: LlpCapabilities;
+  readonly stream: MpaTcpStream;
+  readonly streams: readonly MpaTcpStream[];
+  readonly localAddress: LlpAddress;
+  readonly remoteAddress: LlpAddress;
+  readonly setup: LlpSetupInfo & { readonly negotiated: MpaNegotiated };
+
+  constructor(init: MpaConnectionInit) {
+    this.id = `mpa-tcp-${nextId++}`;
+    this.role = init.role;
+    const s = init.socket;
+    this.localAddress = { host: s.localAddress ?? '', port: s.localPort ?? 0 };
+    this.remoteAddress = { host: s.remoteAddress ?? '', port: s.remotePort ?? 0 };
+    this.capabilities = mpaCapabilities(init.negotiated);
+    this.setup = {
+      localPrivateData: init.localPrivateData,
+      remotePrivateData: init.remotePrivateData,
+      negotiated: init.negotiated,
+    };
+    this.stream = new MpaTcpStream({
+      socket: s,
+      role: init.role,
+      negotiated: init.negotiated,
+      emss: init.emss,
+      ...(init.mulpdu !== undefined ? { mulpdu: init.mulpdu } : {}),
+      highWaterMark: init.highWaterMark,
+      closeTimeoutMs: init.closeTimeoutMs,
+      logger: init.logger,
+      connectionId: this.id,
+    });
+    this.streams = [this.stream];
+  }
+
+  get negotiated(): MpaNegotiated {
+    return this.setup.negotiated;
+  }
+  get state(): LlpStreamState {
+    return this.stream.state;
+  }
+  get closed$(): Observable<LlpCloseEvent> {
+    return this.stream.closed$;
+  }
+
+  /** A new EMSS for this connection's MULPDU (RFC 5044 §4.5); the stream's `mulpdu$` emits the change. */
+  setEmss(emss: number): void {
+    this.stream.setEmss(emss);
+  }
+
+  close(signal?: AbortSignal): Promise<void> {
+    return this.stream.close(signal);
+  }
+
+  abort(reason?: LlpError): void {
+    this.stream.abort(reason);
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * CRC32c for MPA (RFC 5044 §4.4 / §6: CRC32c, the iSCSI polynomial 0x1EDC6F41, over the whole FPDU).
+ *
+ * Incremental: every function takes the CRC so far (0 to start) and returns the CRC including `bytes`,
+ * so a CRC can run over header, payload parts, markers and pad without concatenating them.
+ * Short inputs go through a table in JavaScript (cheaper than a native call); long ones through
+ * @node-rs/crc32's hardware-accelerated crc32c.
+ */
+import { crc32c as nativeCrc32c } from '@node-rs/crc32';
+
+/** Below this many octets the JavaScript table beats a native call (measured: ~55 ns vs ~140 ns for 14 octets). */
+const NATIVE_THRESHOLD = 48;
+
+/** CRC32c table, reflected polynomial 0x82F63B78. */
+const TABLE = (() => {
+  const t = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    t[n] = c;
+  }
+  return t;
+})();
+
+/** CRC32c of `bytes[start, end)` continuing from `crc` (a previous result, or 0). */
+export function crc32cRange(bytes: Uint8Array, start: number, end: number, crc: number): number {
+  const n = end - start;
+  if (n <= 0) return crc;
+  if (n >= NATIVE_THRESHOLD) {
+    const view = start === 0 && end === bytes.byteLength ? bytes : bytes.subarray(start, end);
+    return nativeCrc32c(view, crc);
+  }
+  let c = ~crc;
+  for (let i = start; i < end; i++) c = (TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
+/** CRC32c of all of `bytes`, continuing from `crc` (a previous result, or 0). */
+export function crc32c(bytes: Uint8Array, crc = 0): number {
+  return crc32cRange(bytes, 0, bytes.byteLength, crc);
+}
+
+/** CRC32c of `count` zero octets (the FPDU pad, RFC 5044 §4.2) continuing from `crc`. */
+export function crc32cZeros(count: number, crc: number): number {
+  let c = ~crc;
+  for (let i = 0; i < count; i++) c = (TABLE[c & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
+/** CRC32c of a 16-bit big-endian value (the ULPDU_Length field, or half a marker) continuing from `crc`. */
+export function crc32cU16(value: number, crc: number): number {
+  let c = ~crc;
+  c = (TABLE[(c ^ (value >>> 8)) & 0xff] as number) ^ (c >>> 8);
+  c = (TABLE[(c ^ value) & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
+/**
+ * Writes the CRC field (RFC 5044 §4.4) into `out` at `offset`: least significant octet first, the order
+ * Linux siw puts on the wire (`put_unaligned_le32`) and the order Wireshark's MPA dissector checks
+ * (verified with tshark 4.0: "Good CRC32"). See README "CRC octet order".
+ */
+export function writeCrc(out: Uint8Array, offset: number, crc: number): void {
+  out[offset] = crc & 0xff;
+  out[offset + 1] = (crc >>> 8) & 0xff;
+  out[offset + 2] = (crc >>> 16) & 0xff;
+  out[offset + 3] = (crc >>> 24) & 0xff;
+}
+
+/** Reads a CRC field written by `writeCrc`. */
+export function readCrc(bytes: Uint8Array, offset: number): number {
+  return (
+    ((bytes[offset] as number) |
+      ((bytes[offset + 1] as number) << 8) |
+      ((bytes[offset + 2] as number) << 16) |
+      ((bytes[offset + 3] as number) << 24)) >>>
+    0
+  );
+}

@@ -1,0 +1,405 @@
+/**
+ * FPDU framing (RFC 5044 §4.1): ULPDU_Length (16 bits) | ULPDU | pad to 4 | CRC (32 bits), with Markers
+ * (§4.3) inserted every 512 octets of the stream when the receiver asked for them, and the CRC (§4.4)
+ * computed over everything before it, Markers included — or zero when CRCs are off.
+ *
+ * Transmit: `FpduWriter` turns one ULPDU given as parts into wire chunks without copying the parts
+ * (header, trailer and Markers come from a slab; the CRC runs incrementally over the parts).
+ * Receive: `FpduReader` parses socket chunks incrementally, keeps references to the chunk slices that
+ * make up the ULPDU (no copy) and hands them up only once the CRC has been checked.
+ */
+import { crc32cRange, crc32cU16, crc32cZeros, readCrc, writeCrc } from './crc.js';
+import { MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
+import { MARKER_INTERVAL, MARKER_LENGTH, MULPDU_MAX, padLength, readFpduPtr, writeMarker } from './markers.js';
+
+const SLAB_SIZE = 16 * 1024;
+const AFTER_MARKER = MARKER_INTERVAL - MARKER_LENGTH;
+
+/** Octets of the FPDU that carries a ULPDU of `length`, without Markers. */
+export function fpduLength(length: number): number {
+  return 2 + length + padLength(length) + 4;
+}
+
+export interface FpduWriterOptions {
+  readonly crc: boolean;
+  /** Insert Markers (the peer's M bit asked for them). */
+  readonly markers: boolean;
+}
+
+/** The transmit side of one MPA connection: frames ULPDUs in stream order. */
+export class FpduWriter {
+  private readonly crcOn: boolean;
+  private readonly markers: boolean;
+  private slab: Buffer = Buffer.allocUnsafe(SLAB_SIZE);
+  private slabOff = 0;
+  /** Octets left before the next Marker position (0: a Marker is due now). Starts at 0: §4.3 first Marker. */
+  private room = 0;
+
+  constructor(options: FpduWriterOptions) {
+    this.crcOn = options.crc;
+    this.markers = options.markers;
+  }
+
+  /** A piece of the slab for header, trailer or Marker octets. Slabs are never reused, so pieces stay valid. */
+  private take(n: number): Buffer {
+    if (this.slabOff + n > SLAB_SIZE) {
+      this.slab = Buffer.allocUnsafe(SLAB_SIZE);
+      this.slabOff = 0;
+    }
+    const b = this.slab.subarray(this.slabOff, this.slabOff + n);
+    this.slabOff += n;
+    return b;
+  }
+
+  /**
+   * Appends the wire chunks of one FPDU carrying `parts` (which sum to `length`) to `out`, in order.
+   * Returns the FPDU's octets on the wire (Markers included).
+   */
+  frame(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
+    if (length > 0xffff) throw new RangeError(`ULPDU of ${length} octets does not fit ULPDU_Length`);
+    return this.markers ? this.frameWithMarkers(parts, length, out) : this.framePlain(parts, length, out);
+  }
+
+  private framePlain(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
+    const pad = padLength(length);
+    const head = this.take(2);
+    head[0] = length >>> 8;
+    head[1] = length & 0xff;
+    out.push(head);
+    const crcOn = this.crcOn;
+    let crc = crcOn ? crc32cU16(length, 0) : 0;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as Uint8Array;
+      const n = p.byteLength;
+      if (n === 0) continue;
+      out.push(p);
+      if (crcOn) crc = crc32cRange(p, 0, n, crc);
+    }
+    const tail = this.take(pad + 4);
+    for (let i = 0; i < pad; i++) tail[i] = 0;
+    if (crcOn) crc = crc32cZeros(pad, crc);
+    writeCrc(tail, pad, crc);
+    out.push(tail);
+    return 2 + length + pad + 4;
+  }
+
+  private frameWithMarkers(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
+    const pad = padLength(length);
+    const crcOn = this.crcOn;
+    let total = 0;
+    // A Marker due at the FPDU's first octet opens it, FPDUPTR 0 (§4.3).
+    const lead = this.room === 0;
+    const head = this.take(lead ? 6 : 2);
+    let o = 0;
+    if (lead) {
+      writeMarker(head, 0, 0);
+      o = MARKER_LENGTH;
+      this.room = AFTER_MARKER;
+    }
+    head[o] = length >>> 8;
+    head[o + 1] = length & 0xff;
+    out.push(head);
+    let crc = crcOn ? crc32cRange(head, 0, head.byteLength, 0) : 0;
+    total += head.byteLength;
+    this.room -= 2;
+    /** Octets from the ULPDU_Length field to here: the FPDUPTR of a Marker placed here. */
+    let since = 2;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as Uint8Array;
+      const e = p.byteLength;
+      let s = 0;
+      while (s < e) {
+        if (this.room === 0) {
+          const m = this.take(MARKER_LENGTH);
+          writeMarker(m, 0, since);
+          out.push(m);
+          if (crcOn) crc = crc32cRange(m, 0, MARKER_LENGTH, crc);
+          this.room = AFTER_MARKER;
+          since += MARKER_LENGTH;
+          total += MARKER_LENGTH;
+        }
+        const n = Math.min(this.room, e - s);
+        out.push(s === 0 && n === e ? p : p.subarray(s, s + n));
+        if (crcOn) crc = crc32cRange(p, s, s + n, crc);
+        s += n;
+        this.room -= n;
+        since += n;
+        total += n;
+      }
+    }
+    // Pad never straddles a Marker position (both are 4-aligned); a Marker may fall between pad and CRC.
+    this.room -= pad;
+    const markerBeforeCrc = this.room === 0;
+    const tail = this.take(pad + (markerBeforeCrc ? MARKER_LENGTH : 0) + 4);
+    for (let i = 0; i < pad; i++) tail[i] = 0;
+    let c = pad;
+    if (markerBeforeCrc) {
+      writeMarker(tail, pad, since + pad);
+      c += MARKER_LENGTH;
+      this.room = AFTER_MARKER;
+    }
+    if (crcOn) crc = crc32cRange(tail, 0, c, crc);
+    writeCrc(tail, c, crc);
+    this.room -= 4;
+    out.push(tail);
+    return total + tail.byteLength;
+  }
+}
+
+/** One validated ULPDU: its length and the slices of socket chunks holding it, in order. */
+export type UlpduSink = (length: number, chunks: Uint8Array[]) => void;
+export type FpduErrorSink = (error: MpaProtocolError | MpaCrcError) => void;
+
+export interface FpduReaderOptions {
+  readonly crc: boolean;
+  /** The peer inserts Markers (this side's M bit asked for them). */
+  readonly markers: boolean;
+  /** Largest ULPDU_Length accepted (RFC 5044 §3: 64768). */
+  readonly maxUlpduLength?: number;
+}
+
+const S_HEADER = 0;
+const S_BODY = 1;
+const S_PAD = 2;
+const S_CRC = 3;
+const S_DEAD = 4;
+
+/**
+ * The receive side of one MPA connection. `push` each socket chunk in order; complete FPDUs whose CRC
+ * checks are handed to `onUlpdu` as slices of those chunks. The first error stops the reader for good.
+ */
+export class FpduReader {
+  private readonly crcOn: boolean;
+  private readonly markers: boolean;
+  private readonly maxLength: number;
+  private state: number = S_HEADER;
+  /** Octets before the next Marker position (markers only); 0 at the start: §4.3 first Marker. */
+  private room = 0;
+  private readonly marker = new Uint8Array(MARKER_LENGTH);
+  private markerGot = 0;
+  private hdrHi = 0;
+  private hdrGot = 0;
+  private length = 0;
+  private remaining = 0;
+  private pad = 0;
+  private since = 0;
+  private crc = 0;
+  private readonly crcField = new Uint8Array(4);
+  private crcGot = 0;
+  private pieces: Uint8Array[] = [];
+  private held: Buffer[] = [];
+  private stopped = false;
+  /** FPDUs delivered so far. */
+  delivered = 0;
+
+  constructor(
+    options: FpduReaderOptions,
+    private readonly onUlpdu: UlpduSink,
+    private readonly onError: FpduErrorSink,
+  ) {
+    this.crcOn = options.crc;
+    this.markers = options.markers;
+    this.maxLength = options.maxUlpduLength ?? MULPDU_MAX;
+  }
+
+  /** True between FPDUs: the stream may end here without cutting one. */
+  get atBoundary(): boolean {
+    return this.state === S_HEADER && this.hdrGot === 0 && this.markerGot === 0;
+  }
+  get failed(): boolean {
+    return this.state === S_DEAD;
+  }
+  /** Octets received and not yet processed because the reader is stopped. */
+  get heldOctets(): number {
+    let n = 0;
+    for (const b of this.held) n += b.byteLength;
+    return n;
+  }
+
+  /** Stops for good: nothing more is parsed or handed up. */
+  kill(): void {
+    this.state = S_DEAD;
+    this.pieces = [];
+    this.held = [];
+  }
+
+  /** Stop (true) or restart (false) handing up ULPDUs; chunks pushed meanwhile are kept in order. */
+  setStopped(stopped: boolean): void {
+    this.stopped = stopped;
+    while (!this.stopped && this.held.length > 0 && this.state !== S_DEAD) {
+      const b = this.held.shift() as Buffer;
+      this.consume(b, 0);
+    }
+  }
+
+  push(chunk: Buffer): void {
+    if (this.state === S_DEAD) return;
+    if (this.stopped || this.held.length > 0) {
+      this.held.push(chunk);
+      if (!this.stopped) this.setStopped(false);
+      return;
+    }
+    this.consume(chunk, 0);
+  }
+
+  private fail(error: MpaProtocolError | MpaCrcError): void {
+    this.state = S_DEAD;
+    this.pieces = [];
+    this.held = [];
+    this.onError(error);
+  }
+
+  private consume(chunk: Buffer, start: number): void {
+    const len = chunk.byteLength;
+    const markers = this.markers;
+    const crcOn = this.crcOn;
+    let off = start;
+    while (off < len) {
+      if (this.stopped) {
+        this.held.unshift(off === 0 ? chunk : chunk.subarray(off));
+        return;
+      }
+      if (markers && this.room === 0) {
+        // A Marker occupies the next 4 octets (§4.3); they may arrive split across chunks.
+        const n = Math.min(MARKER_LENGTH - this.markerGot, len - off);
+        for (let i = 0; i < n; i++) this.marker[this.markerGot + i] = chunk[off + i] as number;
+        off += n;
+        this.markerGot += n;
+        if (this.markerGot < MARKER_LENGTH) return;
+        this.markerGot = 0;
+        this.room = AFTER_MARKER;
+        if (!this.onMarker()) return;
+        continue;
+      }
+      const limit = markers ? Math.min(len, off + this.room) : len;
+      const before = off;
+      switch (this.state) {
+        case S_HEADER: {
+          // Fast path: a whole FPDU inside this chunk and before the next Marker.
+          if (this.hdrGot === 0 && limit - off >= 8) {
+            const length = ((chunk[off] as number) << 8) | (chunk[off + 1] as number);
+            const pad = (4 - ((length + 2) & 3)) & 3;
+            const end = off + 2 + length + pad;
+            if (end + 4 <= limit && length <= this.maxLength) {
+              if (crcOn) {
+                const computed = crc32cRange(chunk, off, end, this.crc);
+                const received = readCrc(chunk, end);
+                if (computed !== received) {
+                  this.fail(new MpaCrcError(received, computed));
+                  return;
+                }
+              }
+              off = end + 4;
+              if (markers) this.room -= off - before;
+              this.crc = 0;
+              this.delivered++;
+              this.onUlpdu(length, [chunk.subarray(before + 2, before + 2 + length)]);
+              if (this.failed) return;
+              continue;
+            }
+          }
+          if (this.hdrGot === 0) {
+            this.hdrHi = chunk[off] as number;
+            this.hdrGot = 1;
+            off++;
+            if (off >= limit) break;
+          }
+          const length = (this.hdrHi << 8) | (chunk[off] as number);
+          off++;
+          this.hdrGot = 0;
+          if (length > this.maxLength) {
+            this.fail(
+              new MpaProtocolError(
+                'ulpdu-length',
+                MpaErrorCode.fpduStart,
+                `ULPDU_Length ${length} exceeds ${this.maxLength} (RFC 5044 §3)`,
+              ),
+            );
+            return;
+          }
+          if (crcOn) this.crc = crc32cU16(length, this.crc);
+          this.length = length;
+          this.remaining = length;
+          this.pad = (4 - ((length + 2) & 3)) & 3;
+          this.since = 2;
+          this.pieces = [];
+          this.state = length > 0 ? S_BODY : this.pad > 0 ? S_PAD : S_CRC;
+          break;
+        }
+        case S_BODY: {
+          const n = Math.min(limit - off, this.remaining);
+          this.pieces.push(off === 0 && n === len ? chunk : chunk.subarray(off, off + n));
+          if (crcOn) this.crc = crc32cRange(chunk, off, off + n, this.crc);
+          off += n;
+          this.since += n;
+          this.remaining -= n;
+          if (this.remaining === 0) this.state = this.pad > 0 ? S_PAD : S_CRC;
+          break;
+        }
+        case S_PAD: {
+          const n = Math.min(limit - off, this.pad);
+          if (crcOn) this.crc = crc32cRange(chunk, off, off + n, this.crc);
+          off += n;
+          this.since += n;
+          this.pad -= n;
+          if (this.pad === 0) this.state = S_CRC;
+          break;
+        }
+        case S_CRC: {
+          const n = Math.min(limit - off, 4 - this.crcGot);
+          for (let i = 0; i < n; i++) this.crcField[this.crcGot + i] = chunk[off + i] as number;
+          off += n;
+          this.crcGot += n;
+          if (this.crcGot === 4) {
+            this.crcGot = 0;
+            if (markers) this.room -= off - before;
+            if (!this.complete()) return;
+            continue;
+          }
+          break;
+        }
+        default:
+          return;
+      }
+      if (markers) this.room -= off - before;
+    }
+  }
+
+  /** Checks a Marker against the FPDU it sits in (RFC 5044 §8 code 3). False when it failed the reader. */
+  private onMarker(): boolean {
+    const ptr = readFpduPtr(this.marker[2] as number, this.marker[3] as number);
+    // Between FPDUs the Marker opens the next one (FPDUPTR 0); inside one it points back to its header.
+    const opening = this.state === S_HEADER && this.hdrGot === 0;
+    const expected = opening ? 0 : this.since;
+    if (ptr !== expected) {
+      this.fail(
+        new MpaProtocolError(
+          'marker',
+          MpaErrorCode.fpduStart,
+          `Marker FPDUPTR ${ptr} disagrees with the FPDU start found from ULPDU_Length (expected ${expected}) (RFC 5044 §8 code 3)`,
+        ),
+      );
+      return false;
+    }
+    if (this.crcOn) this.crc = crc32cRange(this.marker, 0, MARKER_LENGTH, opening ? 0 : this.crc);
+    if (!opening) this.since += MARKER_LENGTH;
+    return true;
+  }
+
+  private complete(): boolean {
+    if (this.crcOn) {
+      const received = readCrc(this.crcField, 0);
+      if (received !== this.crc) {
+        this.fail(new MpaCrcError(received, this.crc));
+        return false;
+      }
+    }
+    const pieces = this.pieces;
+    this.pieces = [];
+    this.crc = 0;
+    this.state = S_HEADER;
+    this.delivered++;
+    this.onUlpdu(this.length, pieces);
+    return !this.failed;
+  }
+}

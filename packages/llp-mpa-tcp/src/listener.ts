@@ -1,0 +1,299 @@
+/**
+ * The Responder side of MPA startup (RFC 5044 §7.1.2 rules 2–5, RFC 6581): read the MPA Request, let the
+ * ULP accept or reject it, send the Reply, and (peer-to-peer) wait for the RTR. Garbage from one peer
+ * ends that attempt only: it surfaces on `errors$`, never thrown, never stalling other connections.
+ */
+import type { Server, Socket } from 'node:net';
+import {
+  ConnectionAbortedError,
+  HeldSubject,
+  isLlpError,
+  type LlpAddress,
+  type LlpConnectDecision,
+  type LlpConnection,
+  type LlpError,
+  type LlpListener,
+  type LlpListenOptions,
+  LlpTimeoutError,
+} from '@rddp/llp';
+import { type Observable, Subject } from 'rxjs';
+import { MpaTcpConnection } from './connection.js';
+import { MpaErrorCode, MpaProtocolError } from './errors.js';
+import { encodeFrame } from './frames.js';
+import { FrameCollector } from './handshake.js';
+import {
+  buildReply,
+  evaluateRequest,
+  type MpaNegotiated,
+  type ResolvedMpaParams,
+  type ResponderOffer,
+  resolveParams,
+} from './negotiation.js';
+import { emssFor, type ResolvedTransportOptions } from './options.js';
+
+const EMPTY = new Uint8Array(0);
+const noop = () => {};
+
+function asLlpError(e: unknown): LlpError {
+  return isLlpError(e) ? e : new ConnectionAbortedError(`MPA startup failed: ${String(e)}`, { cause: e });
+}
+
+/** A pending startup; `cancel` ends it when the listener closes. */
+interface Attempt {
+  cancel(): void;
+}
+
+export class MpaTcpListener implements LlpListener {
+  readonly address: LlpAddress;
+  private readonly connections = new HeldSubject<LlpConnection>();
+  private readonly errors = new Subject<LlpError>();
+  private readonly attempts = new Set<Attempt>();
+  private closed = false;
+
+  constructor(
+    private readonly server: Server,
+    private readonly params: ResolvedMpaParams,
+    private readonly listenOptions: LlpListenOptions,
+    private readonly options: ResolvedTransportOptions,
+  ) {
+    const a = server.address();
+    this.address = a && typeof a === 'object' ? { host: a.address, port: a.port } : { host: String(a) };
+    server.on('connection', (socket: Socket) => this.onSocket(socket));
+    // A failing accept() must not take the process down.
+    server.on('error', (e) =>
+      this.errors.next(new ConnectionAbortedError(`listener error: ${e.message}`, { cause: e })),
+    );
+    listenOptions.signal?.addEventListener('abort', () => void this.close(), { once: true });
+  }
+
+  get connections$(): Observable<LlpConnection> {
+    return this.connections.observable;
+  }
+  get errors$(): Observable<LlpError> {
+    return this.errors.asObservable();
+  }
+
+  /** Stops accepting and ends startups in progress; established connections stay up. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.server.close();
+    for (const a of [...this.attempts]) a.cancel();
+    this.connections.complete();
+    this.errors.complete();
+  }
+
+  private report(error: LlpError, remote: LlpAddress): void {
+    this.options.logger.debug('mpa.accept.failed', { remote, code: error.code, message: error.message });
+    if (!this.closed) this.errors.next(error);
+  }
+
+  private onSocket(socket: Socket): void {
+    socket.on('error', noop);
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(this.options.noDelay);
+    const remote: LlpAddress = { host: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+    const timeoutMs = this.options.handshakeTimeoutMs;
+    const collector = new FrameCollector('request');
+    let phase: 'request' | 'decision' | 'rtr' | 'done' = 'request';
+    let conn: MpaTcpConnection | null = null;
+
+    const detach = () => {
+      socket.off('data', onData);
+      socket.off('end', onGone);
+      socket.off('close', onGone);
+    };
+    const finish = () => {
+      phase = 'done';
+      clearTimeout(timer);
+      detach();
+      this.attempts.delete(attempt);
+    };
+    /** RFC 5044 §7.1.1/§8 code 4: close and report locally. */
+    const fail = (error: LlpError) => {
+      if (phase === 'done') return;
+      finish();
+      if (conn) conn.abort(error);
+      else socket.destroy();
+      this.report(error, remote);
+    };
+    /** Reply R=1 (RFC 5044 §7.1.1 R), then FIN. */
+    const sendReject = (bytes: Uint8Array) => {
+      finish();
+      socket.end(bytes, () => socket.destroy());
+    };
+    const attempt: Attempt = {
+      cancel: () => fail(new ConnectionAbortedError('the listener closed during MPA startup')),
+    };
+    this.attempts.add(attempt);
+    const timer = setTimeout(
+      () =>
+        fail(
+          new LlpTimeoutError(
+            `MPA startup with ${remote.host}:${remote.port} did not finish within ${timeoutMs} ms (${phase})`,
+          ),
+        ),
+      timeoutMs,
+    );
+
+    const onGone = () =>
+      fail(
+        new ConnectionAbortedError(
+          `the initiator closed the connection during MPA startup (${phase}) (RFC 5044 §8 code 1)`,
+        ),
+      );
+
+    const onData = (chunk: Buffer) => {
+      if (phase !== 'request') {
+        fail(
+          new MpaProtocolError(
+            'early-data',
+            MpaErrorCode.invalidRequestReply,
+            'the initiator sent data after its MPA Request, before the MPA Reply (RFC 5044 §7.1.2)',
+          ),
+        );
+        return;
+      }
+      const r = collector.feed(chunk);
+      if (!r.done) return;
+      if ('error' in r) {
+        fail(r.error);
+        return;
+      }
+      if (r.rest.byteLength > 0) {
+        fail(
+          new MpaProtocolError(
+            'early-data',
+            MpaErrorCode.invalidRequestReply,
+            `the initiator sent ${r.rest.byteLength} octets right after its MPA Request, before the MPA Reply (RFC 5044 §7.1.2)`,
+          ),
+        );
+        return;
+      }
+      const outcome = evaluateRequest(r.frame, this.params);
+      this.options.logger.debug('mpa.request', {
+        remote,
+        revision: r.frame.revision,
+        crc: r.frame.crc,
+        markers: r.frame.markers,
+        outcome: outcome.kind,
+      });
+      if (outcome.kind === 'close') {
+        fail(outcome.error);
+        return;
+      }
+      if (outcome.kind === 'reject') {
+        sendReject(encodeFrame(outcome.reply));
+        this.report(outcome.error, remote);
+        return;
+      }
+      phase = 'decision';
+      void this.decide(outcome.offer, remote).then(
+        (d) => {
+          if (phase !== 'decision') return; // timed out, or the peer went away meanwhile
+          if (d.kind === 'reject') {
+            sendReject(d.bytes);
+            if (d.error) this.report(d.error, remote);
+            return;
+          }
+          establish(d.offer, d.reply, d.privateData);
+        },
+        (e: unknown) => fail(asLlpError(e)),
+      );
+    };
+
+    const establish = (offer: ResponderOffer, reply: Uint8Array, localPd: Uint8Array) => {
+      detach();
+      const negotiated: MpaNegotiated = offer.negotiated;
+      const c = new MpaTcpConnection({
+        role: 'responder',
+        socket,
+        negotiated,
+        localPrivateData: localPd,
+        remotePrivateData: offer.ulpPrivateData,
+        emss: emssFor(this.options.emss, socket.remoteAddress, socket.remoteFamily),
+        ...(this.options.mulpdu !== undefined ? { mulpdu: this.options.mulpdu } : {}),
+        highWaterMark: this.options.highWaterMark,
+        closeTimeoutMs: this.options.closeTimeoutMs,
+        logger: this.options.logger,
+      });
+      conn = c;
+      socket.write(reply);
+      this.options.logger.debug('mpa.reply', { connection: c.id, remote, negotiated });
+      if (negotiated.rtr === false) {
+        finish();
+        this.connections.next(c);
+        return;
+      }
+      // RFC 6581: the Responder is established once the Initiator's RTR has arrived.
+      phase = 'rtr';
+      const sub = c.closed$.subscribe((e) => {
+        if (phase === 'done') return;
+        finish();
+        this.report(e.error ?? new ConnectionAbortedError('the connection closed before the RTR arrived'), remote);
+      });
+      c.stream.expectRtr(negotiated.rtr, () => {
+        if (phase === 'done') return;
+        finish();
+        sub.unsubscribe();
+        this.connections.next(c);
+      });
+    };
+
+    socket.on('data', onData);
+    socket.on('end', onGone);
+    socket.on('close', onGone);
+  }
+
+  /** Asks the ULP and builds the Reply. A ULP that throws or answers badly gets the connection rejected. */
+  private async decide(
+    offer: ResponderOffer,
+    remote: LlpAddress,
+  ): Promise<
+    | { kind: 'accept'; offer: ResponderOffer; reply: Uint8Array; privateData: Uint8Array }
+    | { kind: 'reject'; bytes: Uint8Array; error?: LlpError }
+  > {
+    const ask = this.listenOptions.onConnectRequest;
+    let decision: LlpConnectDecision;
+    try {
+      decision = ask
+        ? await ask({ remoteAddress: remote, privateData: offer.ulpPrivateData, params: offer.requested })
+        : { accept: true };
+    } catch (e) {
+      return {
+        kind: 'reject',
+        bytes: encodeFrame(buildReply(offer, false, EMPTY)),
+        error: new ConnectionAbortedError('onConnectRequest threw; the connection was rejected', { cause: e }),
+      };
+    }
+    if (!decision.accept) {
+      const pd = decision.privateData ?? EMPTY;
+      try {
+        return { kind: 'reject', bytes: encodeFrame(buildReply(offer, false, pd)) };
+      } catch (e) {
+        return { kind: 'reject', bytes: encodeFrame(buildReply(offer, false, EMPTY)), error: asLlpError(e) };
+      }
+    }
+    let final = offer;
+    try {
+      if (decision.params) {
+        const again = evaluateRequest(offer.request, resolveParams(decision.params, this.params));
+        if (again.kind !== 'offer')
+          return {
+            kind: 'reject',
+            bytes: again.kind === 'reject' ? encodeFrame(again.reply) : encodeFrame(buildReply(offer, false, EMPTY)),
+            error: again.error,
+          };
+        final = again.offer;
+      }
+      const pd = decision.privateData ?? EMPTY;
+      return { kind: 'accept', offer: final, reply: encodeFrame(buildReply(final, true, pd)), privateData: pd };
+    } catch (e) {
+      // The ULP's answer broke a limit (private data too long, bad params): reject, and say why.
+      return { kind: 'reject', bytes: encodeFrame(buildReply(offer, false, EMPTY)), error: asLlpError(e) };
+    }
+  }
+}

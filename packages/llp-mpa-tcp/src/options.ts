@@ -1,0 +1,88 @@
+/**
+ * Options of the MPA/TCP transport and the policy choices behind their defaults (see README "Policies").
+ */
+import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
+import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
+import {
+  INITIATOR_DEFAULTS,
+  type MpaParams,
+  RESPONDER_DEFAULTS,
+  type ResolvedMpaParams,
+  resolveParams,
+} from './negotiation.js';
+
+export interface MpaTcpOptions {
+  /** Default MPA parameters of `connect` and `listen` (each call's `params` override them). */
+  readonly params?: MpaParams;
+  /**
+   * EMSS the MULPDU is derived from (RFC 5044 §4.5). 'auto' (default): 65483 towards a loopback address
+   * (lo's MTU 65536 less IP, TCP and timestamp headers: Linux's advmss there), else 1448 over IPv4 and
+   * 1428 over IPv6 (a 1500-octet MTU with TCP timestamps). Node exposes no TCP_MAXSEG, hence the guess.
+   */
+  readonly emss?: number | 'auto';
+  /** Fix the MULPDU instead (128..64768, RFC 5044 §3). */
+  readonly mulpdu?: number;
+  /** Octets queued for the socket above which `send` returns false (default 1 MiB). */
+  readonly highWaterMark?: number;
+  /** Startup timer: TCP connect + MPA Request/Reply (+ RTR) must finish within it (default 10 000 ms). */
+  readonly handshakeTimeoutMs?: number;
+  /** How long a graceful close waits for the peer's FIN before resetting (default 10 000 ms). */
+  readonly closeTimeoutMs?: number;
+  /** TCP_NODELAY (default true, as siw sets it): FPDUs leave without Nagle delay; corking batches them. */
+  readonly noDelay?: boolean;
+  readonly logger?: LlpLogger;
+}
+
+export interface ResolvedTransportOptions {
+  readonly initiator: ResolvedMpaParams;
+  readonly responder: ResolvedMpaParams;
+  readonly emss: number | 'auto';
+  readonly mulpdu: number | undefined;
+  readonly highWaterMark: number;
+  readonly handshakeTimeoutMs: number;
+  readonly closeTimeoutMs: number;
+  readonly noDelay: boolean;
+  readonly logger: LlpLogger;
+}
+
+export const LOOPBACK_EMSS = 65483;
+export const ETHERNET_EMSS_V4 = 1448;
+export const ETHERNET_EMSS_V6 = 1428;
+
+function positive(name: string, v: unknown, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+    throw new InvalidArgumentError(`${name} must be a positive number`);
+  return v;
+}
+
+export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTransportOptions {
+  if (o.emss !== undefined && o.emss !== 'auto') positive('emss', o.emss, 0);
+  if (o.mulpdu !== undefined && (!Number.isInteger(o.mulpdu) || o.mulpdu < MULPDU_MIN || o.mulpdu > MULPDU_MAX))
+    throw new InvalidArgumentError(`mulpdu must be an integer ${MULPDU_MIN}..${MULPDU_MAX} (RFC 5044 §3)`);
+  const params = o.params as Readonly<Record<string, unknown>> | undefined;
+  return {
+    initiator: resolveParams(params, INITIATOR_DEFAULTS),
+    responder: resolveParams(params, RESPONDER_DEFAULTS),
+    emss: o.emss ?? 'auto',
+    mulpdu: o.mulpdu,
+    highWaterMark: positive('highWaterMark', o.highWaterMark, 1 << 20),
+    handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
+    closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
+    noDelay: o.noDelay ?? true,
+    logger: o.logger ?? silentLogger,
+  };
+}
+
+export function isLoopbackAddress(host: string | undefined): boolean {
+  if (!host) return false;
+  const h = host.startsWith('::ffff:') ? host.slice(7) : host;
+  return h === '::1' || h.startsWith('127.') || h === 'localhost';
+}
+
+/** The EMSS policy above, for a connection to `remote`. */
+export function emssFor(policy: number | 'auto', remote: string | undefined, family: string | undefined): number {
+  if (policy !== 'auto') return policy;
+  if (isLoopbackAddress(remote)) return LOOPBACK_EMSS;
+  return family === 'IPv6' && !remote?.startsWith('::ffff:') ? ETHERNET_EMSS_V6 : ETHERNET_EMSS_V4;
+}

@@ -1,0 +1,377 @@
+/**
+ * The one LLP stream of an MPA/TCP connection in Full Operation Phase (RFC 5044 §4–§7): FPDUs out
+ * through an `FpduWriter`, FPDUs in through an `FpduReader`, the startup rules about who sends the
+ * first FPDU (§7.1.2), the RFC 6581 RTR exchange, and TCP teardown (§7.2: FIN; abort: RST).
+ */
+import type { Socket } from 'node:net';
+import {
+  BaseLlpStream,
+  ConnectionAbortedError,
+  type LlpError,
+  type LlpLogger,
+  LlpTimeoutError,
+  type SendCallback,
+  StreamClosedError,
+} from '@rddp/llp';
+import { type MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
+import { FpduReader, FpduWriter } from './fpdu.js';
+import { mulpduForEmss } from './markers.js';
+import type { MpaNegotiated, RtrType } from './negotiation.js';
+import { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
+
+export interface MpaStreamInit {
+  readonly socket: Socket;
+  readonly role: 'initiator' | 'responder';
+  readonly negotiated: MpaNegotiated;
+  /** EMSS the MULPDU is derived from (RFC 5044 §4.5), unless `mulpdu` fixes it. */
+  readonly emss: number;
+  readonly mulpdu?: number;
+  /** Octets queued for the socket above which `send` returns false. */
+  readonly highWaterMark: number;
+  /** How long a graceful close waits for the peer's FIN before resetting. */
+  readonly closeTimeoutMs: number;
+  readonly logger: LlpLogger;
+  readonly connectionId: string;
+}
+
+interface HeldSend {
+  readonly parts: readonly Uint8Array[];
+  readonly length: number;
+  readonly done: SendCallback | undefined;
+}
+
+type FirstFpduHook = (ulpdu: Uint8Array) => void;
+
+function gather(length: number, chunks: readonly Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  const out = new Uint8Array(length);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.byteLength;
+  }
+  return out;
+}
+
+/** Ceiling on a ULPDU copied for an RTR check: the largest RTR is a 46-octet Read Request. */
+const RTR_MAX = 64;
+
+export class MpaTcpStream extends BaseLlpStream {
+  readonly socket: Socket;
+  readonly role: 'initiator' | 'responder';
+  readonly negotiated: MpaNegotiated;
+  private readonly writer: FpduWriter;
+  private readonly reader: FpduReader;
+  private readonly hwm: number;
+  private readonly closeTimeoutMs: number;
+  private readonly logger: LlpLogger;
+  private readonly connectionId: string;
+  private readonly fixedMulpdu: number | undefined;
+  private readonly out: Uint8Array[] = [];
+  private corked = false;
+  /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
+  private txOpen: boolean;
+  private heldSends: HeldSend[] = [];
+  private heldOctets = 0;
+  private sentFpdus = 0;
+  private receivedFpdus = 0;
+  private firstFpduHook: FirstFpduHook | null = null;
+  private readingPaused = false;
+  private peerFin = false;
+  private finSeen = false;
+  private localFinDone = false;
+  private closeTimer: NodeJS.Timeout | undefined;
+  private ended = false;
+
+  constructor(init: MpaStreamInit) {
+    const n = init.negotiated;
+    const mulpdu = init.mulpdu ?? mulpduForEmss(init.emss, n.markersTx);
+    super(0, mulpdu);
+    this.fixedMulpdu = init.mulpdu;
+    this.socket = init.socket;
+    this.role = init.role;
+    this.negotiated = n;
+    this.hwm = Math.max(init.highWaterMark, init.socket.writableHighWaterMark);
+    this.closeTimeoutMs = init.closeTimeoutMs;
+    this.logger = init.logger;
+    this.connectionId = init.connectionId;
+    this.txOpen = init.role === 'initiator';
+    this.writer = new FpduWriter({ crc: n.crc, markers: n.markersTx });
+    this.reader = new FpduReader(
+      { crc: n.crc, markers: n.markersRx },
+      (length, chunks) => this.onFpdu(length, chunks),
+      (error) => this.onFramingError(error),
+    );
+    const s = this.socket;
+    s.on('data', (chunk: Buffer) => this.reader.push(chunk));
+    s.on('drain', () => this.drained());
+    s.on('end', () => this.onPeerFin());
+    s.on('finish', () => this.onLocalFinDone());
+    s.on('error', (e: NodeJS.ErrnoException) => this.onSocketError(e));
+    s.on('close', () => this.onSocketClose());
+  }
+
+  /** FPDUs this side has written and received (RTRs included). */
+  get fpduCounts(): { readonly sent: number; readonly received: number } {
+    return { sent: this.sentFpdus, received: this.receivedFpdus };
+  }
+
+  /**
+   * A new EMSS (e.g. after a path MTU change): MULPDU follows RFC 5044 §4.5 and `mulpdu$` emits.
+   * Ignored when the MULPDU was fixed by option.
+   */
+  setEmss(emss: number): void {
+    if (this.fixedMulpdu !== undefined) return;
+    this.setMulpdu(mulpduForEmss(emss, this.negotiated.markersTx));
+  }
+
+  // ----- RFC 6581 RTR -----
+
+  /** Initiator, peer-to-peer mode: send the RTR as the first FPDU; a Read RTR's response is consumed. */
+  sendRtr(type: RtrType): void {
+    if (type === 'read')
+      this.firstFpduHook = (u) => {
+        const c = checkReadResponse(u);
+        if (!c.ok) this.fail(new MpaProtocolError('no-matching-rtr', MpaErrorCode.noMatchingRtr, c.reason));
+      };
+    const rtr = encodeRtr(type);
+    this.writeFpdu([rtr], rtr.byteLength, undefined);
+    this.logger.debug('mpa.rtr.sent', { connection: this.connectionId, type });
+  }
+
+  /** Responder, peer-to-peer mode: the first FPDU must be the RTR of `type`; it is consumed, never delivered. */
+  expectRtr(type: RtrType, onReady: () => void): void {
+    this.firstFpduHook = (u) => {
+      const c = checkRtr(u, type);
+      if (!c.ok) {
+        this.fail(new MpaProtocolError('no-matching-rtr', MpaErrorCode.noMatchingRtr, c.reason));
+        return;
+      }
+      this.logger.debug('mpa.rtr.received', { connection: this.connectionId, type });
+      // The Read Response goes out before anything else: the Initiator expects it as our first FPDU.
+      if (type === 'read' && c.sinkStag !== undefined && c.sinkTo) {
+        const rsp = encodeReadResponse(c.sinkStag, c.sinkTo);
+        this.writeFpdu([rsp], rsp.byteLength, undefined);
+      }
+      this.openTx();
+      onReady();
+    };
+  }
+
+  // ----- transmit -----
+
+  protected transmit(parts: readonly Uint8Array[], length: number, done?: SendCallback): boolean {
+    if (!this.txOpen) {
+      this.heldSends.push({ parts, length, done });
+      this.heldOctets += length;
+      return this.heldOctets + this.socket.writableLength < this.hwm;
+    }
+    return this.writeFpdu(parts, length, done);
+  }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
+
+  /** Frames one ULPDU and queues its chunks; the socket is corked until the end of this tick (one writev). */
+  private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
+    const s = this.socket;
+    const out = this.out;
+    out.length = 0;
+    this.writer.frame(parts, length, out);
+    if (!this.corked) {
+      this.corked = true;
+      s.cork();
+      process.nextTick(this.uncork);
+    }
+    const last = out.length - 1;
+    for (let i = 0; i < last; i++) s.write(out[i] as Uint8Array);
+    if (done)
+      s.write(out[last] as Uint8Array, (err?: Error | null) =>
+        done(err ? new StreamClosedError('the FPDU was not written', { cause: err }) : undefined),
+      );
+    else s.write(out[last] as Uint8Array);
+    out.length = 0;
+    this.sentFpdus++;
+    return s.writableLength < this.hwm;
+  }
+
+  /** RFC 5044 §7.1.2: the Responder's first FPDU was received; what it held may go out now. */
+  private openTx(): void {
+    if (this.txOpen) return;
+    this.txOpen = true;
+    const held = this.heldSends;
+    this.heldSends = [];
+    this.heldOctets = 0;
+    for (const h of held) this.writeFpdu(h.parts, h.length, h.done);
+    if (this.socket.writableLength < this.hwm) this.drained();
+  }
+
+  private failHeld(reason: LlpError): void {
+    const held = this.heldSends;
+    this.heldSends = [];
+    this.heldOctets = 0;
+    for (const h of held) h.done?.(reason);
+  }
+
+  // ----- receive -----
+
+  private onFpdu(length: number, chunks: Uint8Array[]): void {
+    if (this.state === 'closed') return;
+    this.receivedFpdus++;
+    if (this.receivedFpdus === 1) {
+      // RFC 5044 §7.1.2: the Initiator sends the first FPDU (in peer-to-peer mode, the RTR).
+      if (this.role === 'initiator' && this.sentFpdus === 0) {
+        this.fail(
+          new MpaProtocolError(
+            'early-data',
+            MpaErrorCode.invalidRequestReply,
+            'the responder sent an FPDU before receiving the initiator’s first FPDU (RFC 5044 §7.1.2)',
+          ),
+        );
+        return;
+      }
+      const hook = this.firstFpduHook;
+      if (hook) {
+        this.firstFpduHook = null;
+        if (length > RTR_MAX)
+          this.fail(
+            new MpaProtocolError(
+              'no-matching-rtr',
+              MpaErrorCode.noMatchingRtr,
+              `the first FPDU carries ${length} octets: not the RTR exchange negotiated (RFC 6581)`,
+            ),
+          );
+        else hook(gather(length, chunks));
+        return;
+      }
+      this.openTx();
+    }
+    this.deliver({ length, chunks });
+  }
+
+  protected setReading(paused: boolean): void {
+    if (this.readingPaused === paused) return;
+    this.readingPaused = paused;
+    const s = this.socket;
+    if (paused) {
+      s.pause();
+      this.reader.setStopped(true);
+      return;
+    }
+    if (!s.destroyed) s.resume();
+    this.reader.setStopped(false);
+    if (!this.readingPaused && this.peerFin) this.onPeerFin();
+  }
+
+  // ----- errors and teardown -----
+
+  private onFramingError(error: MpaProtocolError | MpaCrcError): void {
+    this.logger.debug('mpa.fpdu.error', { connection: this.connectionId, code: error.code, message: error.message });
+    this.fail(error);
+  }
+
+  /** Bad input from the peer: RFC 5044 §8 — the connection is closed (here: reset), the error surfaces on closed$. */
+  fail(error: LlpError): void {
+    if (this.state === 'closed') return;
+    this.abort(error);
+  }
+
+  private clearTimer(): void {
+    if (this.closeTimer) clearTimeout(this.closeTimer);
+    this.closeTimer = undefined;
+  }
+
+  private end(event: Parameters<BaseLlpStream['finish']>[0]): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.clearTimer();
+    this.failHeld(event.error ?? new StreamClosedError('the connection closed before the first FPDU arrived'));
+    this.finish(event);
+  }
+
+  protected startClose(): void {
+    // Sends held back by §7.1.2 can never go out now.
+    this.failHeld(new StreamClosedError('closed before the responder was allowed to send (RFC 5044 §7.1.2)'));
+    this.closeTimer = setTimeout(() => {
+      this.socket.resetAndDestroy();
+      this.end({
+        graceful: false,
+        initiator: 'local',
+        error: new LlpTimeoutError(`the peer did not close within ${this.closeTimeoutMs} ms of our FIN`),
+      });
+    }, this.closeTimeoutMs);
+    // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN.
+    this.socket.end();
+    this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'local' });
+  }
+
+  protected startAbort(reason?: LlpError): void {
+    this.ended = true;
+    this.clearTimer();
+    this.failHeld(reason ?? new StreamClosedError('aborted'));
+    this.reader.kill();
+    if (!this.socket.destroyed) this.socket.resetAndDestroy();
+    this.logger.debug('mpa.abort', { connection: this.connectionId, reason: reason?.message });
+  }
+
+  private onPeerFin(): void {
+    this.peerFin = true;
+    if (this.readingPaused || this.finSeen || this.state === 'closed') return;
+    this.finSeen = true;
+    if (!this.reader.atBoundary && !this.reader.failed) {
+      this.fail(
+        new MpaProtocolError(
+          'stream-ended',
+          MpaErrorCode.tcpStreamLost,
+          'the peer closed the TCP connection in the middle of an FPDU (RFC 5044 §8 code 1)',
+        ),
+      );
+      return;
+    }
+    if (this.state === 'open') {
+      // The peer closed first: answer with our FIN behind whatever we already queued.
+      this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'remote' });
+      this.failHeld(
+        new StreamClosedError('the peer closed before the responder was allowed to send (RFC 5044 §7.1.2)'),
+      );
+      this.socket.end();
+    }
+    this.maybeClosed();
+  }
+
+  private onLocalFinDone(): void {
+    this.localFinDone = true;
+    this.maybeClosed();
+  }
+
+  /** Both FINs are through: the close is complete. */
+  private maybeClosed(): void {
+    if (!this.finSeen || !this.localFinDone || this.ended) return;
+    const initiator = this.state === 'closing' ? 'local' : 'remote';
+    this.socket.destroy();
+    this.end({ graceful: true, initiator });
+  }
+
+  private onSocketError(e: NodeJS.ErrnoException): void {
+    if (this.ended) return;
+    this.socket.destroy();
+    this.end({
+      graceful: false,
+      initiator: 'remote',
+      error: new ConnectionAbortedError(`TCP connection lost: ${e.code ?? e.message} (RFC 5044 §8 code 1)`, {
+        cause: e,
+      }),
+    });
+  }
+
+  private onSocketClose(): void {
+    if (this.ended) return;
+    this.end({
+      graceful: false,
+      initiator: 'remote',
+      error: new ConnectionAbortedError('the TCP connection closed without an orderly shutdown (RFC 5044 §8 code 1)'),
+    });
+  }
+}

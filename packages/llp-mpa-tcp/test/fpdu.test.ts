@@ -1,0 +1,247 @@
+/**
+ * FPDU framing (RFC 5044 §4.1), Markers (§4.2–4.3), CRC (§4.4), MULPDU (§4.5, §3): byte vectors, and the
+ * incremental receiver over every way of cutting the stream into chunks.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  crc32c,
+  encodeRtr,
+  FpduReader,
+  FpduWriter,
+  MpaCrcError,
+  MpaProtocolError,
+  mulpduForEmss,
+  padLength,
+} from '../src/index.js';
+import { pattern } from './helpers.js';
+
+const toHex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** Bit-at-a-time CRC32c (Castagnoli, reflected 0x82F63B78): an independent reference for the table/native code. */
+function referenceCrc32c(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of bytes) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+  }
+  return ~c >>> 0;
+}
+
+function wire(w: FpduWriter, parts: Uint8Array[]): Buffer {
+  const out: Uint8Array[] = [];
+  const length = parts.reduce((n, p) => n + p.byteLength, 0);
+  const n = w.frame(parts, length, out);
+  const b = Buffer.concat(out);
+  expect(b.byteLength).toBe(n);
+  return b;
+}
+
+interface Got {
+  ulpdus: Uint8Array[];
+  chunks: Uint8Array[][];
+  errors: Error[];
+}
+function reader(opts: { crc: boolean; markers: boolean }): [FpduReader, Got] {
+  const got: Got = { ulpdus: [], chunks: [], errors: [] };
+  const r = new FpduReader(
+    opts,
+    (length, chunks) => {
+      got.chunks.push(chunks);
+      got.ulpdus.push(Buffer.concat(chunks));
+      expect(chunks.reduce((n, c) => n + c.byteLength, 0)).toBe(length);
+    },
+    (e) => got.errors.push(e),
+  );
+  return [r, got];
+}
+
+describe('CRC32c (RFC 5044 §4.4)', () => {
+  it('RFC 5044 §4.4: CRC32c of "123456789" is 0xE3069283 (the iSCSI check value), table and native paths alike', () => {
+    expect(crc32c(Buffer.from('123456789'))).toBe(0xe3069283);
+    const big = pattern(5000, 1);
+    expect(crc32c(big)).toBe(referenceCrc32c(big));
+    // Incremental over arbitrary cuts equals one pass.
+    expect(crc32c(big.subarray(3000), crc32c(big.subarray(17, 3000), crc32c(big.subarray(0, 17))))).toBe(
+      referenceCrc32c(big),
+    );
+  });
+});
+
+describe('FPDU transmit (RFC 5044 §4.1, §4.4)', () => {
+  it('RFC 5044 §4.1: ULPDU_Length, ULPDU, pad to 4, CRC least significant octet first (siw put_unaligned_le32)', () => {
+    const w = new FpduWriter({ crc: true, markers: false });
+    const b = wire(w, [Uint8Array.of(0xde, 0xad, 0xbe)]);
+    const crc = referenceCrc32c(Uint8Array.of(0x00, 0x03, 0xde, 0xad, 0xbe, 0x00, 0x00, 0x00));
+    const le = Buffer.alloc(4);
+    le.writeUInt32LE(crc);
+    expect(toHex(b)).toBe(`0003deadbe000000${le.toString('hex')}`);
+  });
+
+  it('RFC 5044 §7.1.1 C: with CRCs off the CRC field is sent as zero', () => {
+    const w = new FpduWriter({ crc: false, markers: false });
+    expect(toHex(wire(w, [Uint8Array.of(1, 2)]))).toBe('0002010200000000');
+  });
+
+  it('RFC 6581: the zero-length RDMA Write RTR FPDU is the one siw sends (DDP/RDMAP v1, STag 1, TO 0)', () => {
+    const w = new FpduWriter({ crc: false, markers: false });
+    expect(toHex(wire(w, [encodeRtr('write')]))).toBe('000e' + 'c140' + '00000001' + '0000000000000000' + '00000000');
+  });
+
+  it('RFC 5044 §4.1: pad brings ULPDU_Length + ULPDU to a multiple of 4 for every length', () => {
+    for (let n = 0; n < 12; n++) expect((2 + n + padLength(n)) % 4).toBe(0);
+    expect([0, 1, 2, 3].map(padLength)).toEqual([2, 1, 0, 3]);
+  });
+
+  it('never concatenates payload: parts go out as the same objects', () => {
+    const w = new FpduWriter({ crc: true, markers: false });
+    const p1 = pattern(100, 1);
+    const p2 = pattern(300, 2);
+    const out: Uint8Array[] = [];
+    w.frame([p1, p2], 400, out);
+    expect(out[1]).toBe(p1);
+    expect(out[2]).toBe(p2);
+  });
+});
+
+describe('Markers (RFC 5044 §4.2–4.3)', () => {
+  it('RFC 5044 §4.3: the first FPDU opens with a Marker of FPDUPTR 0, then one every 512 octets pointing back to the header', () => {
+    const w = new FpduWriter({ crc: false, markers: true });
+    const b = wire(w, [pattern(1200, 3)]);
+    // Marker at 0 (FPDUPTR 0), header at 4, Markers at 512 and 1024 pointing back to offset 4.
+    expect(toHex(b.subarray(0, 4))).toBe('00000000');
+    expect(b.readUInt16BE(4)).toBe(1200);
+    expect(b.readUInt32BE(512)).toBe(512 - 4);
+    expect(b.readUInt32BE(1024)).toBe(1024 - 4);
+    // 4 + 2 + 1200 + 2 pad + 4 CRC + two more Markers
+    expect(b.byteLength).toBe(4 + 2 + 1200 + 2 + 4 + 8);
+  });
+
+  it('RFC 5044 §4.3: Markers follow TCP sequence space across FPDUs, including one between pad and CRC', () => {
+    const w = new FpduWriter({ crc: true, markers: true });
+    // First FPDU: Marker + 2 + 498 + pad 0 = 504, CRC at 504..507, next Marker is at 512.
+    const a = wire(w, [pattern(498, 1)]);
+    expect(a.byteLength).toBe(508);
+    // Second FPDU starts at 508: header 508..509, ULPDU 510..511, then the 512 Marker inside it (FPDUPTR 4).
+    const b = wire(w, [pattern(6, 2)]);
+    expect(b.readUInt32BE(4)).toBe(4);
+    // A ULPDU ending exactly where a Marker is due puts the Marker between pad and CRC.
+    const w2 = new FpduWriter({ crc: true, markers: true });
+    const c = wire(w2, [pattern(506, 4)]); // 4 + 2 + 506 = 512: pad 0, Marker at 512, CRC after it
+    expect(c.byteLength).toBe(4 + 2 + 506 + 4 + 4);
+    expect(c.readUInt32BE(512)).toBe(508);
+    // The CRC covers everything before it, both Markers included.
+    const crc = referenceCrc32c(c.subarray(0, 516));
+    expect(c.readUInt32LE(516)).toBe(crc);
+  });
+
+  it('RFC 5044 §4.5: MULPDU = EMSS - (6 + 4 * Ceiling(EMSS / 512) + EMSS mod 4), within [128, 64768] (§3)', () => {
+    expect(mulpduForEmss(1460, true)).toBe(1460 - (6 + 12 + 0));
+    expect(mulpduForEmss(1460, false)).toBe(1454);
+    expect(mulpduForEmss(1462, false)).toBe(1462 - 6 - 2);
+    expect(mulpduForEmss(65483, false)).toBe(64768);
+    expect(mulpduForEmss(100, false)).toBe(128);
+  });
+});
+
+describe('FPDU receive (RFC 5044 §4, §6)', () => {
+  const modes = [
+    { crc: true, markers: false },
+    { crc: false, markers: false },
+    { crc: true, markers: true },
+    { crc: false, markers: true },
+  ];
+  for (const mode of modes)
+    it(`RFC 5044 §6: every cut of the stream yields the same ULPDUs (CRC ${mode.crc}, Markers ${mode.markers})`, () => {
+      const w = new FpduWriter(mode);
+      const sent = [0, 1, 2, 3, 4, 5, 100, 506, 507, 508, 509, 510, 1020, 3000, 64768].map((n, i) => pattern(n, i));
+      const stream = Buffer.concat(sent.map((u) => wire(w, [u])));
+      let seed = 7;
+      for (const maxCut of [1, 2, 3, 5, 64, 700, 70_000]) {
+        const [r, got] = reader(mode);
+        let off = 0;
+        while (off < stream.byteLength) {
+          seed = (seed * 1103515245 + 12345) >>> 0;
+          const n = 1 + (seed % maxCut);
+          r.push(stream.subarray(off, off + n));
+          off += n;
+        }
+        expect(got.errors).toEqual([]);
+        expect(got.ulpdus.map(toHex)).toEqual(sent.map(toHex));
+        expect(r.atBoundary).toBe(true);
+      }
+    });
+
+  it('keeps references to the socket chunks: delivered ULPDU chunks are views of the pushed buffers', () => {
+    const w = new FpduWriter({ crc: true, markers: false });
+    const stream = Buffer.concat([wire(w, [pattern(3000, 1)]), wire(w, [pattern(10, 2)])]);
+    const pushed = [Buffer.from(stream.subarray(0, 1000)), Buffer.from(stream.subarray(1000))];
+    const [r, got] = reader({ crc: true, markers: false });
+    for (const p of pushed) r.push(p);
+    expect(got.chunks[0]?.map((c) => c.buffer)).toEqual([pushed[0]?.buffer, pushed[1]?.buffer]);
+    expect(got.chunks[1]?.[0]?.buffer).toBe(pushed[1]?.buffer);
+  });
+
+  it('RFC 5044 §8 code 2: a bad CRC is never delivered; the reader stops with MpaCrcError', () => {
+    const w = new FpduWriter({ crc: true, markers: false });
+    const good = wire(w, [pattern(20, 1)]);
+    const bad = wire(w, [pattern(40, 2)]);
+    bad[bad.byteLength - 1] ^= 0x01;
+    const after = wire(w, [pattern(8, 3)]);
+    for (const cut of [1, 1000]) {
+      const [r, got] = reader({ crc: true, markers: false });
+      const all = Buffer.concat([good, bad, after]);
+      for (let o = 0; o < all.byteLength; o += cut) r.push(all.subarray(o, o + cut));
+      expect(got.ulpdus.length).toBe(1);
+      expect(got.errors[0]).toBeInstanceOf(MpaCrcError);
+      expect(got.errors[0]).toMatchObject({ code: 'ERR_LLP_DIGEST', mpaErrorCode: 2 });
+      expect(r.failed).toBe(true);
+    }
+  });
+
+  it('RFC 5044 §8 code 3: a Marker whose FPDUPTR disagrees with ULPDU_Length stops the reader', () => {
+    const w = new FpduWriter({ crc: false, markers: true });
+    const b = wire(w, [pattern(1000, 1)]);
+    b.writeUInt16BE(500, 514); // Marker at 512 must say 508
+    const [r, got] = reader({ crc: false, markers: true });
+    r.push(b);
+    expect(got.errors[0]).toBeInstanceOf(MpaProtocolError);
+    expect(got.errors[0]).toMatchObject({ violation: 'marker', mpaErrorCode: 3 });
+    const [r2, got2] = reader({ crc: false, markers: true });
+    const first = Buffer.from(wire(new FpduWriter({ crc: false, markers: true }), [pattern(8, 1)]));
+    first.writeUInt16BE(4, 2); // the opening Marker must carry 0
+    r2.push(first);
+    expect(got2.errors[0]).toMatchObject({ violation: 'marker' });
+    expect(r2.failed).toBe(true);
+  });
+
+  it('RFC 5044 §3: a ULPDU_Length over 64768 is refused before buffering anything', () => {
+    const [r, got] = reader({ crc: true, markers: false });
+    r.push(Buffer.from([0xff, 0xff, 0, 0]));
+    expect(got.errors[0]).toMatchObject({ violation: 'ulpdu-length' });
+  });
+
+  it('a stopped reader holds what arrives and resumes in order', () => {
+    const w = new FpduWriter({ crc: true, markers: true });
+    const sent = [pattern(600, 1), pattern(5, 2), pattern(900, 3)];
+    const stream = Buffer.concat(sent.map((u) => wire(w, [u])));
+    const got: Uint8Array[] = [];
+    const r: FpduReader = new FpduReader(
+      { crc: true, markers: true },
+      (_n, chunks) => {
+        got.push(Buffer.concat(chunks));
+        r.setStopped(true);
+      },
+      (e) => {
+        throw e;
+      },
+    );
+    r.push(stream.subarray(0, 1000));
+    r.push(stream.subarray(1000));
+    expect(got.length).toBe(1);
+    expect(r.heldOctets).toBeGreaterThan(0);
+    r.setStopped(false);
+    expect(got.length).toBe(2);
+    r.setStopped(false);
+    expect(got.map(toHex)).toEqual(sent.map(toHex));
+  });
+});

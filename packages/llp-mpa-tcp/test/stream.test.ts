@@ -1,0 +1,149 @@
+/**
+ * Full Operation Phase behaviour of the MPA/TCP stream: who may send first (RFC 5044 §7.1.2, RFC 6581),
+ * MULPDU changes, teardown (RFC 5044 §7.2), and the DI module.
+ */
+import net from 'node:net';
+import 'reflect-metadata';
+import { LLP_LOGGER, LLP_TRANSPORT, LLP_TRANSPORT_OPTIONS, type LlpTransport } from '@rddp/llp';
+import { collect } from '@rddp/llp-compliance';
+import { Container } from 'inversify';
+import { firstValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { MpaTcpTransport, mpaTcp, mpaTcpModule } from '../src/index.js';
+import { pattern, tcpPair } from './helpers.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('who sends the first FPDU', () => {
+  it('RFC 5044 §7.1.2: the responder holds its FPDUs until the initiator’s first FPDU has arrived', async () => {
+    const [a, b] = await tcpPair(mpaTcp(), { params: { revision: 1 } });
+    const atA = collect(a.stream);
+    const atB = collect(b.stream);
+    expect(b.stream.send([pattern(10, 1)])).toBe(true);
+    await sleep(100);
+    expect(atA.ulpdus.length).toBe(0);
+    expect(b.stream.fpduCounts.sent).toBe(0);
+    a.stream.send([pattern(11, 2)]);
+    await Promise.all([atA.wait(1), atB.wait(1)]);
+    expect(atA.ulpdus[0]).toEqual(pattern(10, 1));
+    await a.close();
+  });
+
+  for (const rtr of ['write', 'read', 'send'] as const)
+    it(`RFC 6581: in peer-to-peer mode (${rtr} RTR) the responder may send first; the RTR reaches no ULP`, async () => {
+      const [a, b] = await tcpPair(mpaTcp(), { params: { revision: 2, rtr } });
+      const atA = collect(a.stream);
+      const atB = collect(b.stream);
+      b.stream.send([pattern(10, 1)]);
+      await atA.wait(1);
+      expect(atA.ulpdus).toEqual([pattern(10, 1)]);
+      a.stream.send([pattern(12, 2)]);
+      await atB.wait(1);
+      expect(atB.ulpdus).toEqual([pattern(12, 2)]);
+      expect(a.stream.fpduCounts.sent).toBe(2); // RTR + one
+      expect(b.stream.fpduCounts.received).toBe(2);
+      await a.close();
+    });
+});
+
+describe('MULPDU (RFC 5044 §4.5)', () => {
+  it('RFC 5044 §4.5: loopback EMSS gives the §3 maximum; setEmss() recomputes it and mulpdu$ emits', async () => {
+    const [a, b] = await tcpPair(mpaTcp(), { params: { markers: true } });
+    const seen: number[] = [];
+    b.stream.mulpdu$.subscribe((m) => seen.push(m));
+    expect(a.stream.mulpdu).toBe(64768);
+    b.setEmss(1460); // b sends with Markers (a asked): 1460 - (6 + 12 + 0)
+    a.setEmss(1460); // a sends without: 1460 - 6
+    expect(seen).toEqual([64768, 1442]);
+    expect(a.stream.mulpdu).toBe(1454);
+    expect(() => b.stream.send([new Uint8Array(1443)])).toThrow(/MULPDU/);
+    a.abort();
+  });
+
+  it('a fixed MULPDU option wins over the EMSS policy', async () => {
+    const [a, b] = await tcpPair(mpaTcp({ mulpdu: 4096 }));
+    expect(a.stream.mulpdu).toBe(4096);
+    a.setEmss(1460);
+    expect(a.stream.mulpdu).toBe(4096);
+    a.abort();
+    b.abort();
+  });
+
+  it('caller errors are typed: a MULPDU outside [128, 64768] is refused', () => {
+    expect(() => mpaTcp({ mulpdu: 70000 })).toThrow(expect.objectContaining({ code: 'ERR_LLP_INVALID_ARGUMENT' }));
+  });
+});
+
+describe('teardown (RFC 5044 §7.2)', () => {
+  it('RFC 5044 §7.2: a FIN arriving while the reader is paused is acted on only after everything before it was delivered', async () => {
+    const [a, b] = await tcpPair();
+    const got = collect(b.stream);
+    a.stream.send([pattern(5, 0)]); // the initiator's first FPDU
+    await got.wait(1);
+    b.stream.pause();
+    for (let i = 1; i <= 10; i++) a.stream.send([pattern(1000 + i, i)]);
+    const aClosed = a.close();
+    await sleep(100);
+    expect(b.state).toBe('open');
+    b.stream.resume();
+    await aClosed;
+    const e = await firstValueFrom(b.closed$);
+    expect(e).toMatchObject({ graceful: true, initiator: 'remote' });
+    expect(got.ulpdus.length).toBe(11);
+  });
+
+  it('RFC 5041 §6.2: the responder may close first; both sides see a graceful close', async () => {
+    const [a, b] = await tcpPair();
+    collect(a.stream);
+    await b.close();
+    expect(await firstValueFrom(a.closed$)).toMatchObject({ graceful: true, initiator: 'remote' });
+    expect(await firstValueFrom(b.closed$)).toMatchObject({ graceful: true, initiator: 'local' });
+  });
+
+  it('a peer that never answers our FIN is reset after closeTimeoutMs (LlpTimeoutError)', async () => {
+    const t = mpaTcp({ closeTimeoutMs: 200 });
+    // A raw responder: answers the Request, then ignores everything (no FIN back).
+    const server = net.createServer({ allowHalfOpen: true }, (s) => {
+      s.once('data', () => {
+        const rep = Buffer.alloc(20);
+        rep.write('MPA ID Rep Frame');
+        rep[17] = 1;
+        s.write(rep);
+      });
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const a = await t.connect({ host: '127.0.0.1', port: (server.address() as net.AddressInfo).port });
+    await expect(a.close()).rejects.toMatchObject({ code: 'ERR_LLP_TIMEOUT' });
+    expect(await firstValueFrom(a.closed$)).toMatchObject({ graceful: false, initiator: 'local' });
+    server.close();
+  });
+
+  it('close(signal): an aborted wait rejects with LlpAbortError; the close itself goes on', async () => {
+    const [a, b] = await tcpPair();
+    collect(b.stream);
+    const ac = new AbortController();
+    ac.abort();
+    await expect(a.close(ac.signal)).rejects.toMatchObject({ code: 'ERR_LLP_ABORTED' });
+    expect(await firstValueFrom(a.closed$)).toMatchObject({ graceful: true });
+  });
+});
+
+describe('inversify module', () => {
+  it('mpaTcpModule() binds an MPA/TCP transport under LLP_TRANSPORT, with bound options and logger', async () => {
+    const events: string[] = [];
+    const c = new Container();
+    c.bind(LLP_TRANSPORT_OPTIONS).toConstantValue({ mulpdu: 2048 });
+    c.bind(LLP_LOGGER).toConstantValue({ debug: (e: string) => events.push(e) });
+    await c.load(mpaTcpModule({ handshakeTimeoutMs: 5000 }));
+    const t = c.get<LlpTransport>(LLP_TRANSPORT);
+    expect(t).toBeInstanceOf(MpaTcpTransport);
+    expect(t.name).toBe('mpa-tcp');
+    expect(t).toBe(c.get(LLP_TRANSPORT));
+    const [a, b] = await tcpPair(t as MpaTcpTransport);
+    expect(a.stream.mulpdu).toBe(2048);
+    expect(events).toContain('mpa.established');
+    a.abort();
+    b.abort();
+  });
+});

@@ -1,0 +1,151 @@
+/**
+ * Wire checks: capture this test's own traffic on lo with tshark, then decode it with Wireshark's MPA
+ * dissector. tshark absent: skip (locally) or fail (CI, where .ci/run installs it).
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const TSHARK = process.env.TSHARK ?? '/usr/bin/tshark';
+
+/** Whether wire checks can run; throws in CI when tshark is missing. */
+export function tsharkAvailable(): boolean {
+  if (existsSync(TSHARK)) return true;
+  if (process.env.CI) throw new Error(`tshark not found at ${TSHARK}; CI installs it in .ci/run`);
+  return false;
+}
+
+export interface Capture {
+  /** Stops capturing (after the traffic has been written) and returns the pcap file. */
+  stop(): Promise<string>;
+  dispose(): void;
+}
+
+export async function startCapture(port: number): Promise<Capture> {
+  const dir = mkdtempSync(join(tmpdir(), 'rddp-mpa-wire-'));
+  const file = join(dir, 'capture.pcapng');
+  const child: ChildProcess = spawn(TSHARK, ['-i', 'lo', '-w', file, '-f', `tcp port ${port}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`tshark did not start capturing: ${stderr}`)), 15_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (/Capture started|Capturing on/.test(stderr)) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(t);
+      reject(new Error(`tshark exited (${code}) before capturing: ${stderr}`));
+    });
+  });
+  // "Capturing on" is printed as the capture opens; give the kernel filter a moment to attach.
+  await new Promise((r) => setTimeout(r, 300));
+  return {
+    async stop() {
+      await new Promise((r) => setTimeout(r, 300));
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGINT');
+      await exited;
+      return file;
+    },
+    dispose() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const DECODE_ARGS = [
+  '-o',
+  'tcp.try_heuristic_first:TRUE',
+  '--disable-heuristic',
+  'rpcrdma_iwarp',
+  '--disable-heuristic',
+  'smb_direct_iwarp',
+];
+
+function run(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(TSHARK, args, { maxBuffer: 256 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    ),
+  );
+}
+
+/** `tshark -V` text of the MPA packets. */
+export function decodeVerbose(file: string): Promise<string> {
+  return run(['-r', file, ...DECODE_ARGS, '-Y', 'iwarp_mpa', '-V']);
+}
+
+export interface ExpertItem {
+  readonly severity: 'Errors' | 'Warns' | 'Notes' | 'Chats' | string;
+  readonly group: string;
+  readonly protocol: string;
+  readonly summary: string;
+}
+
+/** `tshark -z expert` items. Wireshark's MPA dissector attaches its warnings to no tree item, so -V omits them. */
+export async function expertItems(file: string): Promise<ExpertItem[]> {
+  const text = await run(['-r', file, ...DECODE_ARGS, '-q', '-z', 'expert']);
+  const items: ExpertItem[] = [];
+  let severity = '';
+  for (const line of text.split('\n')) {
+    const head = /^(Errors|Warns|Notes|Chats|Comments) \(\d+\)/.exec(line);
+    if (head) {
+      severity = head[1] as string;
+      continue;
+    }
+    const m = /^\s+(\d+)\s+(\S+)\s+(\S+)\s+(.*\S)\s*$/.exec(line);
+    if (m && severity)
+      items.push({ severity, group: m[2] as string, protocol: m[3] as string, summary: m[4] as string });
+  }
+  return items;
+}
+
+export interface WireSummary {
+  readonly requests: number;
+  readonly replies: number;
+  /** ULPDU_Length of every FPDU Wireshark decoded, in capture order. */
+  readonly fpduLengths: number[];
+  readonly goodCrc: number;
+  readonly badCrc: number;
+  readonly expert: ExpertItem[];
+  readonly malformed: number;
+  readonly text: string;
+}
+
+/** Summary of what Wireshark made of the capture. */
+export async function summarize(file: string): Promise<WireSummary> {
+  const text = await decodeVerbose(file);
+  const count = (re: RegExp) => (text.match(re) ?? []).length;
+  const fpduLengths = [...text.matchAll(/^\s+ULPDU length: (\d+) bytes?$/gm)].map((m) => Number(m[1]));
+  const expert = await expertItems(file);
+  return {
+    requests: count(/^\s+Request frame header$/gm),
+    replies: count(/^\s+Reply frame header$/gm),
+    fpduLengths,
+    goodCrc: count(/\(Good CRC32\)/g),
+    badCrc: count(/\(Bad CRC32, should be /g),
+    expert,
+    malformed: count(/\[Malformed Packet/g),
+    text,
+  };
+}
+
+/** Wireshark 4.0 warnings that are expected by design (see README "Wire checks"). */
+export const REV_NOT_ONE = 'Rev field is NOT set to one as required by RFC 5044';
+export const RES_NOT_ZERO = 'Res field is NOT set to zero as required by RFC 5044';
+
+/** Expert items that point at a problem: any error, and any iWARP warning not in `allowed`. */
+export function unexpected(items: readonly ExpertItem[], allowed: readonly string[] = []): ExpertItem[] {
+  return items.filter(
+    (i) =>
+      i.severity === 'Errors' ||
+      (i.severity === 'Warns' && i.protocol.startsWith('IWARP') && !allowed.includes(i.summary)),
+  );
+}

@@ -1,0 +1,243 @@
+/**
+ * The datagram layer under the sctp package. The package runs in its UDP mode on a socket object of
+ * ours (a `PeerSocket` per remote peer), so this layer sees every SCTP packet both ways and:
+ * - carries them over UDP (RFC 6951-style encapsulation, the default) or raw IPv4 (protocol 132);
+ * - verifies each inbound packet's CRC32c (RFC 4960 §6.8; the package computes it but keeps bad packets);
+ * - adds the Adaptation Layer Indication to outbound INIT/INIT ACK and refuses inbound ones without it
+ *   (RFC 5043 §5.1);
+ * - catches what the package throws on a packet, so bad input from a peer never crashes the process.
+ */
+import dgram from 'node:dgram';
+import { EventEmitter } from 'node:events';
+import { isIPv6 } from 'node:net';
+import { CapabilityError, type LlpError, LlpProtocolError } from '@rddp/llp';
+import { verifySctpChecksum } from './crc32c.js';
+import { createEndpoint, type PkgEndpoint } from './pkg.js';
+import { RawWire } from './raw.js';
+import { ADAPTATION_CODE_POINT_DDP, ADAPTATION_LAYER_INDICATION_TYPE } from './rfc5043.js';
+import {
+  abortPacket,
+  adaptationCodePoint,
+  ChunkType,
+  commonHeader,
+  initChunk,
+  initiateTag,
+  missingMandatoryParameterCause,
+  protocolViolationCause,
+  withAdaptationIndication,
+} from './wire.js';
+
+/** Where a peer is: UDP address and port, or (raw) IP address and SCTP port. */
+export interface PeerAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface PathEvents {
+  /** An INIT or INIT ACK without the DDP Adaptation Layer Indication was refused with an ABORT. */
+  refused(error: LlpError, chunk: 'INIT' | 'INIT ACK'): void;
+  /** The package threw while handling a packet from this peer. */
+  packageError(error: unknown, packet: Buffer): void;
+}
+
+/** Counters a test or a debug log can read. */
+export interface PathStats {
+  received: number;
+  sent: number;
+  badChecksum: number;
+}
+
+/** What the sctp package takes for its UDP socket: one per remote peer. */
+export class PeerSocket extends EventEmitter {
+  readonly stats: PathStats = { received: 0, sent: 0, badChecksum: 0 };
+  /** Test hook: sees every packet after the shim, both ways. */
+  tap: ((packet: Buffer, direction: 'in' | 'out') => void) | undefined;
+
+  constructor(
+    private readonly transmit: (packet: Buffer, cb: (e?: Error | null) => void) => void,
+    private readonly events: PathEvents,
+  ) {
+    super();
+  }
+
+  /** Called by the package (UDPTransport.sendPacket) for each packet it sends. */
+  send(buffer: Buffer, _port: number, _address: string, cb?: (e?: Error | null) => void): void {
+    const packet = withAdaptationIndication(buffer);
+    this.stats.sent++;
+    this.tap?.(packet, 'out');
+    this.transmit(packet, (e) => cb?.(e ?? null));
+  }
+
+  /** Sends a packet this layer built (an ABORT refusing an association). */
+  sendOwn(packet: Buffer): void {
+    this.stats.sent++;
+    this.tap?.(packet, 'out');
+    this.transmit(packet, () => {});
+  }
+
+  /** One packet from the peer. */
+  receive(packet: Buffer): void {
+    if (!verifySctpChecksum(packet)) {
+      this.stats.badChecksum++;
+      return;
+    }
+    this.stats.received++;
+    this.tap?.(packet, 'in');
+    const init = initChunk(packet);
+    if (init && !this.acceptInit(packet, init)) return;
+    try {
+      this.emit('message', packet, {});
+    } catch (e) {
+      this.events.packageError(e, packet);
+    }
+  }
+
+  private acceptInit(packet: Buffer, init: NonNullable<ReturnType<typeof initChunk>>): boolean {
+    const code = adaptationCodePoint(packet, init);
+    if (code === ADAPTATION_CODE_POINT_DDP) return true;
+    const h = commonHeader(packet) as NonNullable<ReturnType<typeof commonHeader>>;
+    const which = init.type === ChunkType.INIT ? 'INIT' : 'INIT ACK';
+    const text =
+      code === null
+        ? `${which} without the Adaptation Layer Indication for DDP (RFC 5043 §5.1)`
+        : `${which} announces adaptation code point ${code}, not DDP (${ADAPTATION_CODE_POINT_DDP}) (RFC 5043 §5.1)`;
+    const cause =
+      code === null ? missingMandatoryParameterCause([ADAPTATION_LAYER_INDICATION_TYPE]) : protocolViolationCause(text);
+    // RFC 4960 §5.1/§8.4: the ABORT answering an INIT (or INIT ACK) carries its Initiate Tag, T bit clear.
+    this.sendOwn(
+      abortPacket({ srcPort: h.dstPort, dstPort: h.srcPort, vTag: initiateTag(packet, init) }, false, [cause]),
+    );
+    this.events.refused(
+      which === 'INIT'
+        ? new LlpProtocolError(`refused an association: ${text}`)
+        : new CapabilityError(`the peer is not a DDP endpoint: ${text}`),
+      which,
+    );
+    return false;
+  }
+}
+
+/** A peer and the package endpoint that talks to it. */
+export class PeerPath {
+  readonly socket: PeerSocket;
+  readonly endpoint: PkgEndpoint;
+  private destroyed = false;
+
+  constructor(
+    send: (packet: Buffer, cb: (e?: Error | null) => void) => void,
+    readonly peer: PeerAddress,
+    options: { localPort: number; streams: number; aRwnd: number },
+    events: PathEvents,
+  ) {
+    this.socket = new PeerSocket(send, events);
+    this.endpoint = createEndpoint(options, this.socket);
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.endpoint.DESTROY();
+  }
+}
+
+/** A local binding: sends packets to peers, hands received ones to `onPacket`. */
+export interface Wire {
+  readonly kind: 'udp' | 'raw';
+  /** The local UDP port (udp) or SCTP port (raw); it is also the SCTP port of the endpoint. */
+  readonly localPort: number;
+  readonly localHost: string;
+  /** The receive buffer the socket got (bytes), the basis of the receive window. */
+  readonly recvBufferSize: number;
+  send(packet: Buffer, peer: PeerAddress, cb: (e?: Error | null) => void): void;
+  close(): void;
+}
+
+export interface WireOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly recvBufferSize: number;
+  readonly onPacket: (packet: Buffer, peer: PeerAddress) => void;
+  /** Socket errors (e.g. ECONNREFUSED from an ICMP port unreachable on a connected socket). */
+  readonly onError: (error: NodeJS.ErrnoException) => void;
+  /** Connect the UDP socket to this peer (initiator side: lets ICMP errors surface). */
+  readonly connectTo?: PeerAddress | undefined;
+}
+
+/** UDP encapsulation (RFC 6951: SCTP packets as UDP payload; SCTP ports travel inside). */
+export function openUdpWire(options: WireOptions): Promise<Wire> {
+  const family = isIPv6(options.host) || (options.connectTo && isIPv6(options.connectTo.host)) ? 'udp6' : 'udp4';
+  const socket = dgram.createSocket({
+    type: family,
+    recvBufferSize: options.recvBufferSize,
+    sendBufferSize: options.recvBufferSize,
+  });
+  return new Promise<Wire>((resolve, reject) => {
+    const fail = (e: NodeJS.ErrnoException) => {
+      socket.close();
+      reject(e);
+    };
+    socket.once('error', fail);
+    socket.bind(options.port, options.host, () => {
+      const ready = () => {
+        socket.off('error', fail);
+        socket.on('error', options.onError);
+        socket.on('message', (msg, rinfo) => options.onPacket(msg, { host: rinfo.address, port: rinfo.port }));
+        const address = socket.address();
+        let closed = false;
+        resolve({
+          kind: 'udp',
+          localPort: address.port,
+          localHost: address.address,
+          recvBufferSize: socket.getRecvBufferSize(),
+          send(packet, peer, cb) {
+            if (closed) return cb(new Error('socket closed'));
+            if (options.connectTo) socket.send(packet, cb);
+            else socket.send(packet, peer.port, peer.host, cb);
+          },
+          close() {
+            if (closed) return;
+            closed = true;
+            socket.close();
+          },
+        });
+      };
+      if (options.connectTo) socket.connect(options.connectTo.port, options.connectTo.host, ready);
+      else ready();
+    });
+  });
+}
+
+/** Raw IPv4 encapsulation (SCTP as protocol 132) on the process-wide raw socket. */
+export function openRawWire(options: WireOptions): Wire {
+  const raw = RawWire.acquire(options.recvBufferSize);
+  const port = options.port || raw.ephemeralPort();
+  const ok = raw.bind(port, (packet, source) => {
+    const h = commonHeader(packet);
+    if (!h) return;
+    if (options.connectTo && (source !== options.connectTo.host || h.srcPort !== options.connectTo.port)) return;
+    options.onPacket(packet, { host: source, port: h.srcPort });
+  });
+  if (!ok) {
+    raw.release();
+    const e = new Error(`SCTP port ${port} is already bound`) as NodeJS.ErrnoException;
+    e.code = 'EADDRINUSE';
+    throw e;
+  }
+  let closed = false;
+  return {
+    kind: 'raw',
+    localPort: port,
+    localHost: options.host,
+    recvBufferSize: options.recvBufferSize,
+    send(packet, peer, cb) {
+      if (closed) return cb(new Error('socket closed'));
+      raw.send(packet, peer.host, cb);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      raw.unbind(port);
+      raw.release();
+    },
+  };
+}

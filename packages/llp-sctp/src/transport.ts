@@ -1,0 +1,204 @@
+/**
+ * `sctp(options)`: the LLP transport of DDP over SCTP (RFC 5043), on the npm `sctp` package.
+ */
+import {
+  AddressInUseError,
+  ConnectionRefusedError,
+  InvalidArgumentError,
+  isLlpError,
+  LlpAbortError,
+  type LlpAddress,
+  type LlpCapabilities,
+  type LlpConnection,
+  type LlpConnectOptions,
+  type LlpError,
+  type LlpListener,
+  type LlpListenOptions,
+  LlpTimeoutError,
+  type LlpTransport,
+  throwIfAborted,
+} from '@rddp/llp';
+import { type ConnectionTuning, SctpConnection } from './connection.js';
+import { SctpListener } from './listener.js';
+import {
+  grantedRecvBuffer,
+  type ResolvedOptions,
+  recvBufferRequest,
+  resolveOptions,
+  type SctpTransportOptions,
+  windowFor,
+} from './options.js';
+import { openRawWire, openUdpWire, type PeerAddress, PeerPath, type Wire, type WireOptions } from './paths.js';
+
+let nextId = 0;
+
+export class SctpTransport implements LlpTransport {
+  readonly name = 'sctp';
+  readonly capabilities: LlpCapabilities;
+  readonly options: ResolvedOptions;
+
+  constructor(options: SctpTransportOptions = {}) {
+    this.options = resolveOptions(options);
+    this.capabilities = {
+      reliable: true,
+      ordered: true,
+      preservesMessageBoundaries: true,
+      strongDigest: true, // CRC32c on every packet, verified in paths.ts (RFC 4960 §6.8)
+      maxStreams: this.options.maxStreams,
+      maxPrivateData: this.options.maxPrivateData,
+    };
+  }
+
+  async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<LlpConnection> {
+    throwIfAborted(options.signal);
+    const o = this.options;
+    const streams = options.streams ?? 1;
+    if (!Number.isInteger(streams) || streams < 1 || streams > o.maxStreams) {
+      throw new InvalidArgumentError(`streams must be an integer in [1, ${o.maxStreams}], got ${streams}`);
+    }
+    const privateData = options.privateData ?? new Uint8Array(0);
+    if (privateData.byteLength > o.maxPrivateData) {
+      throw new InvalidArgumentError(
+        `private data of ${privateData.byteLength} octets exceeds maxPrivateData ${o.maxPrivateData}`,
+      );
+    }
+    const port = address.port;
+    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65_535) {
+      throw new InvalidArgumentError(`connect needs a port in [1, 65535], got ${port}`);
+    }
+    const peer: PeerAddress = { host: address.host ?? '127.0.0.1', port: port as number };
+
+    let conn: SctpConnection | undefined;
+    let early: LlpError | undefined;
+    const failWith = (e: LlpError) => (conn ? conn.fail(e) : (early ??= e));
+    let path: PeerPath | undefined;
+    const onAbort = () => failWith(new LlpAbortError('connect was aborted', { cause: options.signal?.reason }));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let wire: Wire;
+    try {
+      wire = await this.openWire({
+        host: o.localHost ?? (peer.host.includes(':') ? '::' : '0.0.0.0'),
+        port: 0,
+        connectTo: peer,
+        onPacket: (packet) => path?.socket.receive(packet),
+        onError: (e) => {
+          if (e.code === 'ECONNREFUSED')
+            failWith(
+              new ConnectionRefusedError(`nothing listens at ${peer.host}:${peer.port} (ICMP port unreachable)`),
+            );
+        },
+      });
+    } catch (e) {
+      options.signal?.removeEventListener('abort', onAbort);
+      throw e;
+    }
+    const aRwnd = windowFor(o, wire.recvBufferSize);
+    try {
+      path = new PeerPath(
+        (packet, cb) => wire.send(packet, peer, cb),
+        peer,
+        { localPort: wire.localPort, streams, aRwnd },
+        {
+          refused: (e) => failWith(e),
+          packageError: (e) =>
+            conn?.violation(`the sctp package failed on a packet: ${(e as Error)?.message ?? String(e)}`),
+        },
+      );
+    } catch (e) {
+      wire.close();
+      options.signal?.removeEventListener('abort', onAbort);
+      throw e;
+    }
+    const livePath = path;
+    livePath.socket.tap = o.trace;
+    const association = livePath.endpoint.ASSOCIATE({ remotePort: peer.port, OS: streams, MIS: streams });
+    conn = new SctpConnection({
+      id: `sctp-i${++nextId}`,
+      role: 'initiator',
+      association,
+      capabilities: this.capabilities,
+      localAddress: { host: wire.localHost, port: wire.localPort },
+      remoteAddress: { host: peer.host, port: peer.port },
+      tuning: this.tuning(),
+      logger: o.logger,
+      streams,
+      onEnded: () => {
+        livePath.destroy();
+        wire.close();
+      },
+    });
+    const live = conn;
+    if (early) live.fail(early);
+    const timeoutMs = options.timeoutMs ?? o.handshakeTimeoutMs;
+    const timer = setTimeout(
+      () => live.fail(new LlpTimeoutError(`SCTP DDP setup did not finish within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    timer.unref();
+    try {
+      await live.associated();
+      await live.initiate(privateData);
+      return live;
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async listen(address: LlpAddress, options: LlpListenOptions = {}): Promise<LlpListener> {
+    throwIfAborted(options.signal);
+    const port = address.port ?? 0;
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+      throw new InvalidArgumentError(`listen needs a port in [0, 65535], got ${port}`);
+    }
+    let listener: SctpListener | undefined;
+    const wire = await this.openWire({
+      host: address.host ?? '0.0.0.0',
+      port,
+      onPacket: (packet, peer) => listener?.onPacket(packet, peer),
+      onError: () => {
+        // An unconnected UDP socket reports nothing actionable; peers time out on their own.
+      },
+    });
+    listener = new SctpListener(
+      wire,
+      this.options,
+      this.capabilities,
+      windowFor(this.options, wire.recvBufferSize),
+      options,
+    );
+    return listener;
+  }
+
+  private tuning(): ConnectionTuning {
+    const o = this.options;
+    return {
+      mulpdu: o.mulpdu,
+      pmtu: o.pmtu,
+      maxPrivateData: o.maxPrivateData,
+      shutdownTimeoutMs: o.shutdownTimeoutMs,
+      closeTimeoutMs: o.closeTimeoutMs,
+      deadPeerTimeoutMs: o.deadPeerTimeoutMs,
+      maxBatch: Math.max(o.mulpdu, 64 * 1024),
+    };
+  }
+
+  private async openWire(w: Omit<WireOptions, 'recvBufferSize'>): Promise<Wire> {
+    const request = recvBufferRequest(this.options);
+    try {
+      if (this.options.encapsulation === 'raw')
+        return openRawWire({ ...w, recvBufferSize: grantedRecvBuffer(request) });
+      return await openUdpWire({ ...w, recvBufferSize: request });
+    } catch (e) {
+      if (isLlpError(e)) throw e;
+      const err = e as NodeJS.ErrnoException;
+      if (err.code === 'EADDRINUSE') throw new AddressInUseError(`${w.host}:${w.port} is already in use`, { cause: e });
+      throw new InvalidArgumentError(`cannot bind ${w.host}:${w.port}: ${err.message}`, { cause: e });
+    }
+  }
+}
+
+/** The SCTP LLP transport (name `sctp`): DDP over SCTP per RFC 5043, UDP-encapsulated by default. */
+export function sctp(options: SctpTransportOptions = {}): SctpTransport {
+  return new SctpTransport(options);
+}

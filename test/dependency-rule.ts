@@ -1,0 +1,60 @@
+/**
+ * The dependency rule: core packages (DDP, RDMAP, verbs) depend on the LLP contract only — never on a
+ * transport, a socket API or another LLP package.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const CORE_PACKAGES = ['ddp', 'rdmap', 'verbs'] as const;
+const ALLOWED = new Set([
+  '@rddp/llp',
+  '@rddp/ddp',
+  '@rddp/rdmap',
+  '@rddp/verbs',
+  'rxjs',
+  'inversify',
+  'reflect-metadata',
+]);
+/** Node builtins a core package may use: none that do I/O. */
+const ALLOWED_BUILTINS = new Set(['node:events', 'events', 'node:util', 'util', 'node:buffer', 'buffer']);
+
+function* sourceFiles(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) yield* sourceFiles(p);
+    else if (/\.(c|m)?tsx?$|\.(c|m)?js$/.test(name)) yield p;
+  }
+}
+
+const IMPORT_RE =
+  /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+/** The specifiers a source text imports. */
+export function importsOf(source: string): string[] {
+  const out: string[] = [];
+  for (const m of source.matchAll(IMPORT_RE)) out.push((m[1] ?? m[2] ?? m[3] ?? m[4]) as string);
+  return out;
+}
+
+function isAllowed(spec: string): boolean {
+  if (spec.startsWith('.')) return true;
+  if (spec.startsWith('node:') || !spec.includes('/') || spec.startsWith('@')) {
+    const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
+    return ALLOWED.has(pkg) || ALLOWED_BUILTINS.has(spec);
+  }
+  return ALLOWED.has(spec.split('/')[0] as string);
+}
+
+/** Violations of the rule in one package directory: forbidden dependencies and imports. */
+export function checkPackage(dir: string): string[] {
+  const out: string[] = [];
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+  };
+  for (const dep of Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies }))
+    if (!ALLOWED.has(dep)) out.push(`${dir}/package.json depends on ${dep}`);
+  for (const file of sourceFiles(join(dir, 'src')))
+    for (const spec of importsOf(readFileSync(file, 'utf8'))) if (!isAllowed(spec)) out.push(`${file} imports ${spec}`);
+  return out;
+}
