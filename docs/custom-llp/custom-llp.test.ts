@@ -1,4 +1,4 @@
-import type { LlpConnection } from '@rddp/llp';
+import { CapabilityError, type LlpConnection } from '@rddp/llp';
 import { tests } from '@rddp/llp-compliance';
 import { createStack } from '@rddp/stack';
 import { firstValueFrom } from 'rxjs';
@@ -8,6 +8,11 @@ import { duplexModule, duplexTransport } from './duplex-llp.js';
 describe('docs/custom-llp: a user-written LLP over a Node Duplex', () => {
   it('plugs into a stack in one call', () => {
     expect(createStack(duplexModule).transport).toBe(duplexTransport);
+  });
+
+  it('RFC 5041 §3: a digest-less LLP is refused when the stack requires a digest, accepted otherwise', () => {
+    expect(() => createStack(duplexModule, { requireRfc5041: { requireDigest: true } })).toThrow(CapabilityError);
+    expect(createStack(duplexModule, { requireRfc5041: true }).transport).toBe(duplexTransport);
   });
 
   tests({

@@ -32,7 +32,7 @@ export interface Stack {
 }
 
 export interface StackOptions {
-  /** Require the LLP to meet RFC 5041 §3 (reliable, ordered, boundaries; `requireDigest` too). Default: off. */
+  /** Require the LLP to meet RFC 5041 §3: `true` checks reliable, ordered, boundaries; `{ requireDigest: true }` adds the digest. Default: off. */
   readonly requireRfc5041?: boolean | { readonly requireDigest?: boolean };
   readonly logger?: LlpLogger;
   /** Extra modules (DDP/RDMAP options, user services) loaded after the LLP module. */
