@@ -11,7 +11,7 @@ export type DdpVersion = 0 | 1;
 export type DdpProfile = 'ietf' | 'rdmac';
 export const DDP_VERSION: Readonly<Record<DdpProfile, DdpVersion>> = { ietf: 1, rdmac: 0 };
 
-/** Tagged Buffer Model header (§4.2, Figure 3): 14 octets. */
+/** Tagged Buffer Model header (§4.2, Figure 4): 14 octets. */
 export interface DdpTaggedHeader {
   readonly tagged: true;
   /** L: last segment of the DDP Message. */
@@ -25,7 +25,7 @@ export interface DdpTaggedHeader {
   readonly to: bigint;
 }
 
-/** Untagged Buffer Model header (§4.3, Figure 4): 18 octets. */
+/** Untagged Buffer Model header (§4.3, Figure 5): 18 octets. */
 export interface DdpUntaggedHeader {
   readonly tagged: false;
   readonly last: boolean;
@@ -70,10 +70,10 @@ export interface MemoryRegion {
 }
 
 /** DDP errors reported to the ULP (§7.2). Layer is always DDP (1 in RFC 5040 Figure 9). */
-export const DdpErrorType = { TaggedBuffer: 0, UntaggedBuffer: 1 } as const;
+export const DdpErrorType = { LocalCatastrophic: 0, TaggedBuffer: 1, UntaggedBuffer: 2, Llp: 3 } as const;
 export type DdpErrorType = (typeof DdpErrorType)[keyof typeof DdpErrorType];
 
-/** §7.2 error codes for the Tagged Buffer Model (type 0). */
+/** §7.2 error codes for the Tagged Buffer Model (type 1). */
 export const TaggedErrorCode = {
   InvalidStag: 0x00,
   BaseOrBoundsViolation: 0x01,
@@ -82,7 +82,7 @@ export const TaggedErrorCode = {
   InvalidDdpVersion: 0x04,
 } as const;
 
-/** §7.2 error codes for the Untagged Buffer Model (type 1). */
+/** §7.2 error codes for the Untagged Buffer Model (type 2). */
 export const UntaggedErrorCode = {
   InvalidQn: 0x01,
   InvalidMsnNoBufferAvailable: 0x02,
@@ -145,9 +145,15 @@ export interface UntaggedDeliveryEvent {
 /**
  * The ULP's check of an incoming segment before placement (RDMAP validates its opcode and the
  * RsvdULP fields here). Return undefined to accept, or an error to report instead of placing
- * (then DDP places nothing and emits the error with `layer: 'ulp'`).
+ * (then DDP places nothing and emits the error with `layer: 'rdmap'`). Runs after the DV check and
+ * before the STag/bounds (tagged) or QN/MSN/MO (untagged) checks.
  */
-export type UlpSegmentCheck = (header: DdpHeader, payloadLength: number) => UlpCheckFailure | undefined;
+export type UlpSegmentCheck = (
+  header: DdpHeader,
+  payloadLength: number,
+  /** For tagged segments: the region the STag names, if it exists, is valid and is this stream's PD. */
+  region: MemoryRegion | undefined,
+) => UlpCheckFailure | undefined;
 export interface UlpCheckFailure {
   readonly layer: 'rdmap';
   readonly type: number;
@@ -166,6 +172,12 @@ export interface DdpStreamOptions {
   readonly queues?: number;
   /** Optional ULP check run on every incoming segment before any byte is placed. */
   readonly ulpCheck?: UlpSegmentCheck;
+  /**
+   * What the LLP promises (its connection's capabilities). Ordered LLPs get the strict MO check (each
+   * segment continues where the last ended); unreliable ones have duplicates of completed messages
+   * dropped instead of reported. Default: reliable and ordered (RFC 5041 §3).
+   */
+  readonly llpCapabilities?: { readonly reliable: boolean; readonly ordered: boolean };
 }
 
 /** STag table surface DDP needs (implemented by `StagTable`). */
@@ -175,6 +187,25 @@ export interface StagTableApi {
 
 export type DdpStreamState = 'open' | 'error' | 'closing' | 'closed';
 
+/** A receive buffer that never got a complete message: handed back at teardown (§6.2) or by `flushReceives`. */
+export interface FlushedReceive {
+  readonly qn: number;
+  readonly msn: number;
+  readonly buffer: Uint8Array;
+  readonly receiveId: unknown;
+  /** Octets already placed into it by segments of a message that never completed. */
+  readonly placed: number;
+}
+
+/** How a DDP Stream ended (§6.2). */
+export interface DdpCloseEvent {
+  readonly graceful: boolean;
+  /** The LLP's error, or the DDP error that put the stream into `error` state. */
+  readonly error?: Error;
+  /** Posted receive buffers that were never completed, in MSN order per queue. */
+  readonly flushed: readonly FlushedReceive[];
+}
+
 /** One DDP Stream over one LLP stream (§6). */
 export interface DdpStreamApi {
   readonly llp: LlpStream;
@@ -183,16 +214,38 @@ export interface DdpStreamApi {
   /** Largest payload per segment: MULPDU minus the header (§5.2). */
   maxPayload(tagged: boolean): number;
 
-  /** Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last. */
-  sendTagged(stag: number, to: bigint, payload: readonly Uint8Array[], rsvdUlp: number): Promise<void>;
-  /** Send an untagged DDP Message on queue `qn` (§5.1.2), with the next MSN of that queue; resolves with it. */
-  sendUntagged(qn: number, payload: readonly Uint8Array[], rsvdUlp: number): Promise<number>;
+  /**
+   * Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last.
+   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`.
+   */
+  sendTagged(
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+  ): Promise<void>;
+  /**
+   * Send an untagged DDP Message on queue `qn` (§5.1.2) with that queue's next MSN (from 1).
+   * Resolves with the MSN once the LLP holds no reference to `payload`.
+   */
+  sendUntagged(qn: number, payload: readonly Uint8Array[], rsvdUlp: number, signal?: AbortSignal): Promise<number>;
   /** Post a receive buffer on queue `qn`; consumed in MSN order. */
   postReceive(qn: number, buffer: Uint8Array, receiveId?: unknown): void;
   /** Receive buffers posted and not yet consumed on `qn`. */
   postedReceives(qn: number): number;
 
+  /** Take back every posted, not completed receive buffer of `qn` (all queues if omitted), in MSN order. */
+  flushReceives(qn?: number): FlushedReceive[];
+
   readonly placement$: Observable<PlacementEvent>;
   readonly delivery$: Observable<DeliveryEvent>;
+  /** Each §7 error on an incoming segment. After the first, the stream is in `error` state: incoming segments are dropped, sending still works (so the ULP can send its Terminate). */
   readonly error$: Observable<DdpErrorEvent>;
+  /** Emits once when the LLP stream has ended (graceful or not), then completes. */
+  readonly closed$: Observable<DdpCloseEvent>;
+  /** Graceful teardown of the LLP stream (§6.2). */
+  close(signal?: AbortSignal): Promise<void>;
+  /** Abortive teardown of the LLP stream. */
+  abort(reason?: Error): void;
 }

@@ -1,0 +1,50 @@
+/** Errors DDP raises to its caller, one class per condition with a stable `code` (errors from the peer are events: `error$`). */
+export abstract class DdpError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A caller passed a value outside its field's range (QN, STag, RsvdULP, TO, buffer). */
+export class DdpInvalidArgumentError extends DdpError {
+  readonly code = 'ERR_DDP_INVALID_ARGUMENT';
+}
+
+/** The DDP Stream is closed (or its LLP stream ended) and cannot carry the operation. */
+export class DdpStreamClosedError extends DdpError {
+  readonly code = 'ERR_DDP_STREAM_CLOSED';
+}
+
+/** The LLP cannot carry DDP as configured (RFC 5041 §3), e.g. its MULPDU is smaller than a DDP header. */
+export class DdpLlpUnsuitableError extends DdpError {
+  readonly code = 'ERR_DDP_LLP_UNSUITABLE';
+}
+
+/** An STag given to the STag table does not name a registered region. */
+export class UnknownStagError extends DdpError {
+  readonly code = 'ERR_DDP_UNKNOWN_STAG';
+}
+
+/** The STag table has no free index left (24-bit STag index space, or the table's configured limit). */
+export class StagTableFullError extends DdpError {
+  readonly code = 'ERR_DDP_STAG_TABLE_FULL';
+}
+
+/** A send was aborted by its AbortSignal before all of its segments were handed to the LLP. */
+export class DdpAbortError extends DdpError {
+  readonly code = 'ERR_DDP_ABORTED';
+}
+
+export type DdpErrorCode =
+  | DdpInvalidArgumentError['code']
+  | DdpStreamClosedError['code']
+  | DdpLlpUnsuitableError['code']
+  | UnknownStagError['code']
+  | StagTableFullError['code']
+  | DdpAbortError['code'];
+
+export function isDdpError(x: unknown, code?: DdpErrorCode): x is DdpError {
+  return x instanceof DdpError && (code === undefined || x.code === code);
+}

@@ -1,0 +1,284 @@
+/**
+ * DDP receive path (RFC 5041 §5, §7.1): decode the header, run every check before a single octet is
+ * written, then copy the payload once — from the LLP's chunks straight into the registered region or the
+ * posted receive buffer. Emits placement per tagged segment, delivery per complete message, and one
+ * error (then the stream drops every later segment, §7.1).
+ */
+import type { Ulpdu } from '@rddp/llp';
+import {
+  DDP_TAGGED_HEADER_LENGTH,
+  DDP_UNTAGGED_HEADER_LENGTH,
+  type DdpErrorEvent,
+  DdpErrorType,
+  type DdpHeader,
+  type DdpTaggedHeader,
+  type DdpUntaggedHeader,
+  type DdpVersion,
+  type DeliveryEvent,
+  type MemoryRegion,
+  type PlacementEvent,
+  type StagTableApi,
+  TaggedErrorCode,
+  type UlpSegmentCheck,
+  UntaggedErrorCode,
+} from './api.js';
+import { decodeHeader, gatherPrefix, headerLength } from './header.js';
+import { type ReceiveSlot, UntaggedQueue } from './queues.js';
+import { regionOffset } from './stag-table.js';
+
+/** RDMAP header octets after an untagged DDP header that a Terminate may copy (RFC 5040 §4.8: up to 28). */
+const ULP_HEADER_COPY = 28;
+
+export interface ReceiverSinks {
+  placement(e: PlacementEvent): void;
+  delivery(e: DeliveryEvent): void;
+  error(e: DdpErrorEvent): void;
+}
+
+export interface ReceiverOptions {
+  readonly dv: DdpVersion;
+  readonly pdId: number;
+  readonly stags: StagTableApi;
+  readonly queues: number;
+  /** The LLP delivers in order (RFC 5041 §3): then MO must continue exactly where the last segment ended. */
+  readonly ordered: boolean;
+  /** The LLP is reliable: a segment for an already completed message is a §7.1 error (otherwise a duplicate, dropped). */
+  readonly reliable: boolean;
+  readonly ulpCheck?: UlpSegmentCheck;
+}
+
+/** Copies `dst.length` octets of the ULPDU, starting `skip` octets in, into `dst`: the one copy. */
+export function copyPayload(chunks: readonly Uint8Array[], skip: number, dst: Uint8Array): void {
+  let at = 0;
+  let s = skip;
+  for (let i = 0; i < chunks.length && at < dst.length; i++) {
+    const c = chunks[i] as Uint8Array;
+    if (s >= c.length) {
+      s -= c.length;
+      continue;
+    }
+    const n = Math.min(c.length - s, dst.length - at);
+    dst.set(s === 0 && n === c.length ? c : c.subarray(s, s + n), at);
+    at += n;
+    s = 0;
+  }
+}
+
+export class Receiver {
+  readonly queues: UntaggedQueue[];
+  private failed = false;
+  private readonly scratch = new Uint8Array(DDP_UNTAGGED_HEADER_LENGTH + ULP_HEADER_COPY);
+  /** Tagged octets placed since the last L=1 tagged segment (the current tagged message's length). */
+  private taggedRun = 0;
+  /** Statistics. */
+  segments = 0;
+  dropped = 0;
+  duplicates = 0;
+
+  constructor(
+    private readonly o: ReceiverOptions,
+    private readonly out: ReceiverSinks,
+  ) {
+    this.queues = Array.from({ length: o.queues }, (_, qn) => new UntaggedQueue(qn));
+  }
+
+  get inError(): boolean {
+    return this.failed;
+  }
+
+  /** One ULPDU = one DDP segment (RFC 5041 §5.2). */
+  receive(u: Ulpdu): undefined {
+    if (this.failed) {
+      this.dropped++; // §7.1: after an error DDP silently drops every later segment
+      return;
+    }
+    this.segments++;
+    const first = u.chunks[0];
+    if (u.length < 1 || !first || first.length < 1)
+      return this.fail(DdpErrorType.LocalCatastrophic, 0, 'empty DDP segment', u);
+    const hlen = headerLength(first[0] as number);
+    const hdrBytes = gatherPrefix(u.chunks, Math.min(u.length, hlen), this.scratch);
+    const h = decodeHeader(hdrBytes);
+    if (!h)
+      return this.fail(
+        DdpErrorType.LocalCatastrophic,
+        0,
+        `DDP segment of ${u.length} octets is shorter than its ${hlen}-octet header`,
+        u,
+      );
+    const payloadLength = u.length - hlen;
+    if (h.tagged) this.tagged(h, u, payloadLength);
+    else this.untagged(h, u, payloadLength);
+  }
+
+  private tagged(h: DdpTaggedHeader, u: Ulpdu, n: number): undefined {
+    const o = this.o;
+    if (h.dv !== o.dv)
+      return this.fail(
+        DdpErrorType.TaggedBuffer,
+        TaggedErrorCode.InvalidDdpVersion,
+        `DDP version ${h.dv}, this stream runs ${o.dv}`,
+        u,
+        h,
+      );
+    const r = o.stags.lookup(h.stag);
+    const usable: MemoryRegion | undefined = r?.valid && r.pdId === o.pdId ? r : undefined;
+    if (o.ulpCheck) {
+      const f = o.ulpCheck(h, n, usable);
+      if (f) return this.failUlp(f, u, h);
+    }
+    let offset = 0;
+    if (n > 0) {
+      // §7.1 tagged checks 1–5, all before placement.
+      if (!r || !r.valid)
+        return this.fail(
+          DdpErrorType.TaggedBuffer,
+          TaggedErrorCode.InvalidStag,
+          `STag 0x${hex(h.stag)} is not valid`,
+          u,
+          h,
+        );
+      if (r.pdId !== o.pdId)
+        return this.fail(
+          DdpErrorType.TaggedBuffer,
+          TaggedErrorCode.StagNotAssociatedWithStream,
+          `STag 0x${hex(h.stag)} belongs to another protection domain`,
+          u,
+          h,
+        );
+      const at = regionOffset(r, h.to, n);
+      if (at === 'wrap')
+        return this.fail(
+          DdpErrorType.TaggedBuffer,
+          TaggedErrorCode.ToWrap,
+          `TO 0x${h.to.toString(16)} + ${n} wraps 2^64`,
+          u,
+          h,
+        );
+      if (at === 'bounds')
+        return this.fail(
+          DdpErrorType.TaggedBuffer,
+          TaggedErrorCode.BaseOrBoundsViolation,
+          `[TO 0x${h.to.toString(16)}, +${n}) is outside STag 0x${hex(h.stag)}'s [0x${r.baseTo.toString(16)}, +${r.length})`,
+          u,
+          h,
+        );
+      offset = at;
+      copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer.subarray(offset, offset + n));
+    }
+    this.taggedRun += n;
+    this.out.placement({ stag: h.stag, to: h.to, length: n, last: h.last, rsvdUlp: h.rsvdUlp });
+    if (h.last) {
+      const length = this.taggedRun;
+      this.taggedRun = 0;
+      this.out.delivery({ tagged: true, stag: h.stag, rsvdUlp: h.rsvdUlp, length });
+    }
+  }
+
+  private untagged(h: DdpUntaggedHeader, u: Ulpdu, n: number): undefined {
+    const o = this.o;
+    const E = UntaggedErrorCode;
+    const T = DdpErrorType.UntaggedBuffer;
+    if (h.dv !== o.dv) return this.fail(T, E.InvalidDdpVersion, `DDP version ${h.dv}, this stream runs ${o.dv}`, u, h);
+    if (o.ulpCheck) {
+      const f = o.ulpCheck(h, n, undefined);
+      if (f) return this.failUlp(f, u, h);
+    }
+    // §7.1 untagged checks 1–5, all before placement.
+    const q = this.queues[h.qn];
+    if (!q)
+      return this.fail(T, E.InvalidQn, `QN ${h.qn} is not valid on this stream (it has ${this.queues.length})`, u, h);
+    const slot = q.lookup(h.msn);
+    if (slot === 'range-not-valid') {
+      if (!o.reliable) {
+        this.duplicates++; // DDPP core draft §3.3/§3.4: an unreliable LLP may duplicate; the set already happened
+        return;
+      }
+      return this.fail(
+        T,
+        E.InvalidMsnRangeNotValid,
+        `MSN ${h.msn} on QN ${h.qn} is outside the window of available buffers`,
+        u,
+        h,
+      );
+    }
+    if (slot === 'no-buffer')
+      return this.fail(
+        T,
+        E.InvalidMsnNoBufferAvailable,
+        `no receive buffer posted for MSN ${h.msn} on QN ${h.qn}`,
+        u,
+        h,
+      );
+    const cap = slot.buffer.length;
+    if (h.mo > cap || (o.ordered && h.mo !== slot.nextMo) || (slot.length !== undefined && h.mo + n > slot.length))
+      return this.fail(
+        T,
+        E.InvalidMo,
+        `MO ${h.mo} is not a legal offset for MSN ${h.msn} on QN ${h.qn}${o.ordered ? ` (expected ${slot.nextMo})` : ''}`,
+        u,
+        h,
+      );
+    if (h.mo + n > cap)
+      return this.fail(T, E.MessageTooLong, `message needs ${h.mo + n} octets, the posted buffer has ${cap}`, u, h);
+    if (n > 0) copyPayload(u.chunks, DDP_UNTAGGED_HEADER_LENGTH, slot.buffer.subarray(h.mo, h.mo + n));
+    slot.placed += n;
+    slot.nextMo = h.mo + n;
+    if (h.last) {
+      slot.length = h.mo + n;
+      slot.rsvdUlp = h.rsvdUlp;
+    }
+    if (slot.length !== undefined && slot.placed >= slot.length) this.deliver(q, slot);
+  }
+
+  private deliver(q: UntaggedQueue, s: ReceiveSlot): void {
+    q.complete(s);
+    this.out.delivery({
+      tagged: false,
+      qn: q.qn,
+      msn: s.msn,
+      length: s.length as number,
+      rsvdUlp: s.rsvdUlp,
+      buffer: s.buffer,
+      receiveId: s.receiveId,
+    });
+  }
+
+  private fail(type: number, code: number, message: string, u: Ulpdu, header?: DdpHeader): undefined {
+    this.emitError({ layer: 'ddp', type, code, message }, u, header);
+  }
+
+  private failUlp(
+    f: { layer: 'rdmap'; type: number; code: number; message: string },
+    u: Ulpdu,
+    header: DdpHeader,
+  ): undefined {
+    this.emitError(f, u, header);
+  }
+
+  private emitError(
+    f: { layer: 'ddp' | 'rdmap'; type: number; code: number; message: string },
+    u: Ulpdu,
+    header: DdpHeader | undefined,
+  ): void {
+    this.failed = true;
+    const hlen = header
+      ? header.tagged
+        ? DDP_TAGGED_HEADER_LENGTH
+        : DDP_UNTAGGED_HEADER_LENGTH
+      : Math.min(u.length, DDP_UNTAGGED_HEADER_LENGTH);
+    const copyLen = header && !header.tagged ? Math.min(u.length, hlen + ULP_HEADER_COPY) : Math.min(u.length, hlen);
+    const all = new Uint8Array(copyLen);
+    copyPayload(u.chunks, 0, all);
+    this.out.error({
+      ...f,
+      header,
+      headerBytes: all.slice(0, Math.min(hlen, copyLen)),
+      ulpHeaderBytes: all.slice(Math.min(hlen, copyLen)),
+    });
+  }
+}
+
+function hex(n: number): string {
+  return (n >>> 0).toString(16).padStart(8, '0');
+}

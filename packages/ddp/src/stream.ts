@@ -1,0 +1,222 @@
+/**
+ * One DDP Stream over one LLP stream (RFC 5041 §1.1, §6): the transmit path (tx.ts), the receive path
+ * (rx.ts), untagged queues (queues.ts) and the stream's life: setup (§6.1), graceful and abortive teardown
+ * (§6.2), and the error state of §7.1 (incoming segments dropped, sending still allowed).
+ */
+import type { LlpCloseEvent, LlpStream } from '@rddp/llp';
+import { type Observable, ReplaySubject, Subject } from 'rxjs';
+import {
+  DDP_TAGGED_HEADER_LENGTH,
+  DDP_UNTAGGED_HEADER_LENGTH,
+  DDP_VERSION,
+  type DdpCloseEvent,
+  type DdpErrorEvent,
+  type DdpProfile,
+  type DdpStreamApi,
+  type DdpStreamOptions,
+  type DdpStreamState,
+  type DeliveryEvent,
+  type FlushedReceive,
+  type PlacementEvent,
+} from './api.js';
+import { DdpInvalidArgumentError, DdpStreamClosedError } from './errors.js';
+import { MAX_UNTAGGED_RSVDULP } from './header.js';
+import { Receiver } from './rx.js';
+import { Transmitter } from './tx.js';
+
+const MAX_TO = (1n << 64n) - 1n;
+
+function payloadLength(parts: readonly Uint8Array[]): number {
+  let n = 0;
+  for (const p of parts) {
+    if (!(p instanceof Uint8Array)) throw new DdpInvalidArgumentError('payload parts must be Uint8Arrays');
+    n += p.length;
+  }
+  return n;
+}
+
+function checkU32(name: string, v: number): void {
+  if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff)
+    throw new DdpInvalidArgumentError(`${name} ${v} is not a 32-bit unsigned integer`);
+}
+
+export class DdpStream implements DdpStreamApi {
+  readonly profile: DdpProfile;
+  private _state: DdpStreamState = 'open';
+  private readonly tx: Transmitter;
+  private readonly rx: Receiver;
+  private readonly nextMsn: number[];
+  private readonly placements = new Subject<PlacementEvent>();
+  private readonly deliveries = new Subject<DeliveryEvent>();
+  private readonly errors = new Subject<DdpErrorEvent>();
+  private readonly closed = new ReplaySubject<DdpCloseEvent>(1);
+  private firstError: Error | undefined;
+
+  constructor(
+    readonly llp: LlpStream,
+    options: DdpStreamOptions,
+  ) {
+    this.profile = options.profile ?? 'ietf';
+    const dv = DDP_VERSION[this.profile];
+    if (dv === undefined) throw new DdpInvalidArgumentError(`unknown DDP profile '${String(options.profile)}'`);
+    const queues = options.queues ?? 1;
+    if (!Number.isInteger(queues) || queues < 1)
+      throw new DdpInvalidArgumentError(`queues must be a positive integer, got ${queues}`);
+    this.nextMsn = new Array<number>(queues).fill(1); // §5.1.2: MSN starts at 1 on every queue
+    this.tx = new Transmitter(llp, dv);
+    const caps = options.llpCapabilities;
+    this.rx = new Receiver(
+      {
+        dv,
+        pdId: options.pdId,
+        stags: options.stags,
+        queues,
+        ordered: caps?.ordered ?? true,
+        reliable: caps?.reliable ?? true,
+        ulpCheck: options.ulpCheck,
+      },
+      {
+        placement: (e) => this.placements.next(e),
+        delivery: (e) => this.deliveries.next(e),
+        error: (e) => this.onError(e),
+      },
+    );
+    llp.closed$.subscribe((e) => this.onLlpClosed(e));
+    llp.setReceiver((u) => this.rx.receive(u));
+  }
+
+  get state(): DdpStreamState {
+    return this._state;
+  }
+  get placement$(): Observable<PlacementEvent> {
+    return this.placements.asObservable();
+  }
+  get delivery$(): Observable<DeliveryEvent> {
+    return this.deliveries.asObservable();
+  }
+  get error$(): Observable<DdpErrorEvent> {
+    return this.errors.asObservable();
+  }
+  get closed$(): Observable<DdpCloseEvent> {
+    return this.closed.asObservable();
+  }
+  /** Counters: segments sent/received, segments dropped after an error, duplicates ignored (unreliable LLPs). */
+  get stats(): { segmentsSent: number; segmentsReceived: number; dropped: number; duplicates: number } {
+    return {
+      segmentsSent: this.tx.segmentsSent,
+      segmentsReceived: this.rx.segments,
+      dropped: this.rx.dropped,
+      duplicates: this.rx.duplicates,
+    };
+  }
+
+  maxPayload(tagged: boolean): number {
+    return Math.max(0, this.llp.mulpdu - (tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH));
+  }
+
+  sendTagged(
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    try {
+      this.assertCanSend();
+      checkU32('STag', stag);
+      if (typeof to !== 'bigint' || to < 0n || to > MAX_TO)
+        throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
+      if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
+        throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
+      const n = payloadLength(payload);
+      if (to + BigInt(n) > MAX_TO + 1n)
+        throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
+      return this.tx.enqueue({ tagged: true, stag, to, rsvdUlp }, payload, n, signal);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  sendUntagged(qn: number, payload: readonly Uint8Array[], rsvdUlp: number, signal?: AbortSignal): Promise<number> {
+    try {
+      this.assertCanSend();
+      checkU32('QN', qn);
+      if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > MAX_UNTAGGED_RSVDULP)
+        throw new DdpInvalidArgumentError(`untagged RsvdULP ${rsvdUlp} is not 40 bits (RFC 5041 §4.3)`);
+      const n = payloadLength(payload);
+      if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
+      // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
+      const msn = this.nextMsnFor(qn);
+      return this.tx.enqueue({ tagged: false, qn, msn, rsvdUlp }, payload, n, signal).then(() => msn);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  postReceive(qn: number, buffer: Uint8Array, receiveId?: unknown): void {
+    if (this._state === 'closed') throw new DdpStreamClosedError('the DDP stream is closed');
+    const q = this.rx.queues[qn];
+    if (!q)
+      throw new DdpInvalidArgumentError(`QN ${qn} is not a queue of this stream (0..${this.rx.queues.length - 1})`);
+    if (!(buffer instanceof Uint8Array)) throw new DdpInvalidArgumentError('receive buffer must be a Uint8Array');
+    q.post(buffer, receiveId);
+  }
+
+  postedReceives(qn: number): number {
+    const q = this.rx.queues[qn];
+    if (!q) throw new DdpInvalidArgumentError(`QN ${qn} is not a queue of this stream`);
+    return q.posted;
+  }
+
+  flushReceives(qn?: number): FlushedReceive[] {
+    if (qn === undefined) return this.rx.queues.flatMap((q) => q.flush());
+    const q = this.rx.queues[qn];
+    if (!q) throw new DdpInvalidArgumentError(`QN ${qn} is not a queue of this stream`);
+    return q.flush();
+  }
+
+  async close(signal?: AbortSignal): Promise<void> {
+    if (this._state === 'closed') return;
+    if (this._state === 'open') this._state = 'closing';
+    await this.llp.close(signal);
+  }
+
+  abort(reason?: Error): void {
+    this.firstError ??= reason;
+    this.llp.abort();
+  }
+
+  private nextMsnFor(qn: number): number {
+    const msn = this.nextMsn[qn] ?? 1;
+    this.nextMsn[qn] = msn === 0xffff_ffff ? 0 : msn + 1; // MSN is modulo 2^32 (RFC 5041 §4.3)
+    return msn;
+  }
+
+  private assertCanSend(): void {
+    if (this._state === 'closed' || this._state === 'closing' || this.llp.state !== 'open')
+      throw new DdpStreamClosedError(
+        `the DDP stream is ${this._state === 'open' ? `on an LLP stream that is ${this.llp.state}` : this._state}`,
+      );
+  }
+
+  private onError(e: DdpErrorEvent): void {
+    // §7.1 / §6.2.2: report, drop later segments, keep the outgoing half for one more message (the Terminate).
+    if (this._state === 'open') this._state = 'error';
+    this.firstError ??= new Error(`DDP: ${e.message}`);
+    this.errors.next(e);
+  }
+
+  private onLlpClosed(e: LlpCloseEvent): void {
+    this._state = 'closed';
+    const error = e.error ?? this.firstError;
+    this.tx.fail(
+      new DdpStreamClosedError(`the LLP stream ended${e.error ? `: ${e.error.message}` : ''}`, { cause: e.error }),
+    );
+    const flushed = this.rx.queues.flatMap((q) => q.flush());
+    this.closed.next({ graceful: e.graceful && !this.firstError, ...(error ? { error } : {}), flushed });
+    this.closed.complete();
+    this.placements.complete();
+    this.deliveries.complete();
+    this.errors.complete();
+  }
+}

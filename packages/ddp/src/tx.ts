@@ -1,0 +1,170 @@
+/**
+ * DDP transmit path (RFC 5041 §5.2 segmentation): each ULP message is cut into segments that fit the
+ * LLP's MULPDU, each self-describing (tagged: STag + TO advancing per segment; untagged: QN, MSN, MO),
+ * L set only on the last. A segment goes down as [header, payload slices...] — payload octets are never
+ * copied or concatenated here. Messages go out whole and in the order they were given.
+ */
+import type { LlpError, LlpStream } from '@rddp/llp';
+import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpVersion } from './api.js';
+import { DdpAbortError, DdpLlpUnsuitableError, DdpStreamClosedError } from './errors.js';
+import { encodeTaggedHeader, encodeUntaggedHeader } from './header.js';
+
+interface Job {
+  readonly tagged: boolean;
+  readonly stag: number;
+  readonly to: bigint;
+  readonly qn: number;
+  readonly msn: number;
+  readonly rsvdUlp: number;
+  readonly parts: readonly Uint8Array[];
+  readonly total: number;
+  /** Payload octets already handed to the LLP. */
+  sent: number;
+  started: boolean;
+  part: number;
+  partOffset: number;
+  readonly signal: AbortSignal | undefined;
+  resolve(): void;
+  reject(e: unknown): void;
+}
+
+/** Takes up to `n` octets from the job's cursor as subarrays (no copy). */
+function take(job: Job, n: number, out: Uint8Array[]): void {
+  let left = n;
+  while (left > 0) {
+    const p = job.parts[job.part] as Uint8Array;
+    const avail = p.length - job.partOffset;
+    if (avail === 0) {
+      job.part++;
+      job.partOffset = 0;
+      continue;
+    }
+    const k = Math.min(avail, left);
+    out.push(k === p.length ? p : p.subarray(job.partOffset, job.partOffset + k));
+    job.partOffset += k;
+    left -= k;
+  }
+}
+
+export class Transmitter {
+  private readonly jobs: Job[] = [];
+  private pumping = false;
+  private closedError: Error | undefined;
+  /** Segments handed to the LLP (for statistics and tests). */
+  segmentsSent = 0;
+
+  constructor(
+    private readonly llp: LlpStream,
+    private readonly dv: DdpVersion,
+  ) {}
+
+  enqueue(
+    spec: { tagged: boolean; stag?: number; to?: bigint; qn?: number; msn?: number; rsvdUlp: number },
+    parts: readonly Uint8Array[],
+    total: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    if (signal?.aborted)
+      return Promise.reject(new DdpAbortError('send aborted before it started', { cause: signal.reason }));
+    return new Promise<void>((resolve, reject) => {
+      this.jobs.push({
+        tagged: spec.tagged,
+        stag: spec.stag ?? 0,
+        to: spec.to ?? 0n,
+        qn: spec.qn ?? 0,
+        msn: spec.msn ?? 0,
+        rsvdUlp: spec.rsvdUlp,
+        parts,
+        total,
+        sent: 0,
+        started: false,
+        part: 0,
+        partOffset: 0,
+        signal,
+        resolve,
+        reject,
+      });
+      if (!this.pumping) void this.pump();
+    });
+  }
+
+  /** Rejects every queued message (the LLP stream ended). */
+  fail(error: Error): void {
+    this.closedError ??= error;
+    for (const j of this.jobs.splice(0)) j.reject(error);
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      while (this.jobs.length > 0) {
+        const job = this.jobs[0] as Job;
+        if (!job.started && job.signal?.aborted) {
+          this.jobs.shift();
+          job.reject(new DdpAbortError('send aborted before it started', { cause: job.signal.reason }));
+          continue;
+        }
+        const more = this.sendSegments(job);
+        if (more === 'error') return;
+        if (more === 'done') {
+          if (this.jobs[0] === job) this.jobs.shift();
+          if (!this.llp.needsDrain) continue;
+        }
+        // 'drain': the LLP is above its high-water mark (RFC 5041 §5.2: DDP honours the LLP's flow control).
+        try {
+          await this.llp.waitForDrain();
+        } catch (e) {
+          this.fail(e instanceof Error ? e : new DdpStreamClosedError('LLP stream ended'));
+          return;
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Sends segments of `job` until it is finished or the LLP asks to wait. */
+  private sendSegments(job: Job): 'done' | 'drain' | 'error' {
+    const hdrLen = job.tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH;
+    const max = this.llp.mulpdu - hdrLen;
+    if (max <= 0) {
+      const e = new DdpLlpUnsuitableError(
+        `MULPDU ${this.llp.mulpdu} leaves no room for payload after a ${hdrLen}-octet DDP header`,
+      );
+      this.jobs.shift();
+      job.reject(e);
+      return 'done';
+    }
+    while (!job.started || job.sent < job.total) {
+      const n = Math.min(max, job.total - job.sent);
+      const last = job.sent + n === job.total;
+      const seg: Uint8Array[] = [];
+      const hdr = new Uint8Array(hdrLen);
+      if (job.tagged)
+        encodeTaggedHeader(
+          { last, dv: this.dv, rsvdUlp: job.rsvdUlp, stag: job.stag, to: job.to + BigInt(job.sent) },
+          hdr,
+        );
+      else
+        encodeUntaggedHeader({ last, dv: this.dv, rsvdUlp: job.rsvdUlp, qn: job.qn, msn: job.msn, mo: job.sent }, hdr);
+      seg.push(hdr);
+      take(job, n, seg);
+      job.started = true;
+      job.sent += n;
+      let ok: boolean;
+      try {
+        ok = this.llp.send(seg, last ? (err?: LlpError) => (err ? job.reject(err) : job.resolve()) : undefined);
+      } catch (e) {
+        this.jobs.shift();
+        job.reject(e);
+        this.fail(e instanceof Error ? e : new DdpStreamClosedError('LLP stream ended'));
+        return 'error';
+      }
+      this.segmentsSent++;
+      if (last) return 'done';
+      if (!ok) return 'drain';
+    }
+    return 'done';
+  }
+}
