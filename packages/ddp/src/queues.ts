@@ -17,6 +17,8 @@ export interface ReceiveSlot {
   length: number | undefined;
   rsvdUlp: number;
   complete: boolean;
+  /** MOs already placed (kept only on LLPs that may duplicate or reorder), so a duplicate is not counted twice. */
+  seen: Set<number> | undefined;
 }
 
 export type SlotLookup = ReceiveSlot | 'no-buffer' | 'range-not-valid';
@@ -37,7 +39,17 @@ export class UntaggedQueue {
 
   post(buffer: Uint8Array, receiveId: unknown): void {
     const msn = (this.baseMsn + this.slots.length) >>> 0;
-    this.slots.push({ msn, buffer, receiveId, placed: 0, nextMo: 0, length: undefined, rsvdUlp: 0, complete: false });
+    this.slots.push({
+      msn,
+      buffer,
+      receiveId,
+      placed: 0,
+      nextMo: 0,
+      length: undefined,
+      rsvdUlp: 0,
+      complete: false,
+      seen: undefined,
+    });
   }
 
   /** §7.1 check 5: the MSN lies between the first and the last available buffer's MSN. */

@@ -82,6 +82,11 @@ export class Receiver {
     this.queues = Array.from({ length: o.queues }, (_, qn) => new UntaggedQueue(qn));
   }
 
+  /** Reliable and ordered (RFC 5041 §3, DDPP core draft §3.1): MO must continue exactly where the last segment ended. */
+  private get strict(): boolean {
+    return this.o.ordered && this.o.reliable;
+  }
+
   get inError(): boolean {
     return this.failed;
   }
@@ -168,7 +173,9 @@ export class Receiver {
     }
     this.taggedRun += n;
     this.out.placement({ stag: h.stag, to: h.to, length: n, last: h.last, rsvdUlp: h.rsvdUlp });
-    if (h.last) {
+    // Tagged messages carry no sequence number, so a duplicate L=1 segment cannot be told from a new message:
+    // on an unreliable LLP DDP gives no tagged reception indication at all (DDPP core draft §3.3/§3.4: "if any").
+    if (h.last && o.reliable) {
       const length = this.taggedRun;
       this.taggedRun = 0;
       this.out.delivery({ tagged: true, stag: h.stag, rsvdUlp: h.rsvdUlp, length });
@@ -211,17 +218,26 @@ export class Receiver {
         h,
       );
     const cap = slot.buffer.length;
-    if (h.mo > cap || (o.ordered && h.mo !== slot.nextMo) || (slot.length !== undefined && h.mo + n > slot.length))
+    if (h.mo > cap || (this.strict && h.mo !== slot.nextMo) || (slot.length !== undefined && h.mo + n > slot.length))
       return this.fail(
         T,
         E.InvalidMo,
-        `MO ${h.mo} is not a legal offset for MSN ${h.msn} on QN ${h.qn}${o.ordered ? ` (expected ${slot.nextMo})` : ''}`,
+        `MO ${h.mo} is not a legal offset for MSN ${h.msn} on QN ${h.qn}${this.strict ? ` (expected ${slot.nextMo})` : ''}`,
         u,
         h,
       );
     if (h.mo + n > cap)
       return this.fail(T, E.MessageTooLong, `message needs ${h.mo + n} octets, the posted buffer has ${cap}`, u, h);
     if (n > 0) copyPayload(u.chunks, DDP_UNTAGGED_HEADER_LENGTH, slot.buffer.subarray(h.mo, h.mo + n));
+    if (!this.strict) {
+      // DDPP core draft §3: a set may happen more than once; count each segment's octets once.
+      slot.seen ??= new Set();
+      if (slot.seen.has(h.mo)) {
+        this.duplicates++;
+        return;
+      }
+      slot.seen.add(h.mo);
+    }
     slot.placed += n;
     slot.nextMo = h.mo + n;
     if (h.last) {
