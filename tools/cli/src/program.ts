@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerBench } from './commands/bench.js';
 import { registerDemo } from './commands/demo.js';
 
 /** The `rddp` command line. Each command lives in ./commands/<name>.ts. */
@@ -14,5 +15,6 @@ export function buildProgram(): Command {
     })
     .configureOutput({ outputError: (s, write) => write(s) });
   registerDemo(program);
+  registerBench(program);
   return program;
 }

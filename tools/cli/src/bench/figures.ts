@@ -1,0 +1,151 @@
+/**
+ * rddp's side of each benchmark figure. Bandwidth runs an RDMA Write's wire format: tagged DDP messages
+ * whose RsvdULP is RDMAP's control octet (RV 1, opcode 0 — RFC 5040 §4.2), both ends in this process,
+ * as the raw-TCP baseline runs.
+ */
+import { Access, DdpStream, StagTable } from '@rddp/ddp';
+import type { LlpConnection, LlpStream, LlpTransport } from '@rddp/llp';
+import { createLoopbackPair } from '@rddp/llp-loopback';
+import { type MpaParams, mpaTcp } from '@rddp/llp-mpa-tcp';
+import { firstValueFrom } from 'rxjs';
+
+/** RDMAP control octet of an RDMA Write: RV=1 (bits 0-1 = 01), opcode 0000 (RFC 5040 §4.2). */
+export const RDMA_WRITE_CONTROL = 0x40;
+
+export async function mpaPair(
+  params: MpaParams,
+): Promise<{ a: LlpConnection; b: LlpConnection; close(): Promise<void> }> {
+  const t: LlpTransport = mpaTcp({ params });
+  const listener = await t.listen({ host: '127.0.0.1', port: 0 }, { params });
+  const accepted = firstValueFrom(listener.connections$);
+  const a = await t.connect(listener.address, { params });
+  const b = await accepted;
+  await listener.close();
+  return {
+    a,
+    b,
+    async close() {
+      a.abort();
+      b.abort();
+    },
+  };
+}
+
+/** Streams `total` octets as tagged messages of `size` octets from a to b; MB/s (10^6 octets/s). Verifies the last message. */
+export async function ddpWriteBandwidth(
+  a: LlpStream,
+  b: LlpStream,
+  size: number,
+  total: number,
+  depth = 16,
+): Promise<number> {
+  const stags = new StagTable();
+  const sink = new Uint8Array(size);
+  const region = stags.register({ pdId: 1, buffer: sink, access: Access.RemoteWrite });
+  const tx = new DdpStream(a, { pdId: 1, stags: new StagTable() });
+  const rx = new DdpStream(b, { pdId: 1, stags });
+  const count = Math.max(1, Math.floor(total / size));
+  let delivered = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    rx.error$.subscribe((e) => reject(new Error(e.message)));
+    rx.delivery$.subscribe(() => {
+      if (++delivered === count) resolve();
+    });
+  });
+  const payload = new Uint8Array(size).fill(0x5a);
+  const t0 = performance.now();
+  const inflight = new Set<Promise<void>>();
+  for (let i = 0; i < count; i++) {
+    const p = tx.sendTagged(region.stag, 0n, [payload], RDMA_WRITE_CONTROL);
+    inflight.add(p);
+    void p.then(() => inflight.delete(p));
+    if (inflight.size >= depth) await Promise.race(inflight);
+  }
+  await done;
+  const ms = performance.now() - t0;
+  if (sink[size - 1] !== 0x5a) throw new Error('verification failed: the sink does not hold the written data');
+  return (count * size) / 1e3 / ms;
+}
+
+/** Half round-trip times (µs) of a `size`-octet untagged Send ping-pong between a and b. */
+export async function ddpSendPingPong(a: LlpStream, b: LlpStream, size: number, iters: number): Promise<number[]> {
+  const A = new DdpStream(a, { pdId: 1, stags: new StagTable() });
+  const B = new DdpStream(b, { pdId: 1, stags: new StagTable() });
+  const msg = new Uint8Array(size).fill(1);
+  const SEND = 0x43; // RDMAP control: RV 1, opcode 0011 Send (RFC 5040 §4.2)
+  for (let i = 0; i < 8; i++) {
+    A.postReceive(0, new Uint8Array(size));
+    B.postReceive(0, new Uint8Array(size));
+  }
+  B.delivery$.subscribe(() => {
+    B.postReceive(0, new Uint8Array(size));
+    void B.sendUntagged(0, [msg], SEND * 2 ** 32);
+  });
+  let wake: (() => void) | undefined;
+  A.delivery$.subscribe(() => {
+    A.postReceive(0, new Uint8Array(size));
+    wake?.();
+  });
+  const samples: number[] = [];
+  for (let i = 0; i < iters; i++) {
+    const t0 = performance.now();
+    await new Promise<void>((r) => {
+      wake = r;
+      void A.sendUntagged(0, [msg], SEND * 2 ** 32);
+    });
+    samples.push(((performance.now() - t0) * 1e3) / 2);
+  }
+  return samples;
+}
+
+export async function loopbackWriteBandwidth(size: number, total: number): Promise<number> {
+  const [a, b] = await createLoopbackPair({ mulpdu: 65_512 });
+  try {
+    return await ddpWriteBandwidth(a.streams[0] as LlpStream, b.streams[0] as LlpStream, size, total);
+  } finally {
+    a.abort();
+    b.abort();
+  }
+}
+
+/** Peak RSS growth (MiB) while writing `total` octets in 1 MiB messages over MPA/TCP with CRC. */
+export async function rssGrowth(total: number): Promise<number> {
+  global.gc?.();
+  const before = process.memoryUsage().rss;
+  let peak = before;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 20);
+  const { a, b, close } = await mpaPair({ crc: true });
+  try {
+    await ddpWriteBandwidth(a.streams[0] as LlpStream, b.streams[0] as LlpStream, 1 << 20, total);
+  } finally {
+    clearInterval(timer);
+    await close();
+  }
+  peak = Math.max(peak, process.memoryUsage().rss);
+  return (peak - before) / (1 << 20);
+}
+
+/** Milliseconds to set up `n` MPA/TCP connections to one server (all held open at the end), and close them. */
+export async function connectionSetup(n: number): Promise<number> {
+  const params: MpaParams = { crc: true };
+  const t = mpaTcp({ params });
+  const listener = await t.listen({ host: '127.0.0.1', port: 0 }, { params });
+  const held: LlpConnection[] = [];
+  listener.connections$.subscribe((c) => held.push(c));
+  const t0 = performance.now();
+  const clients: LlpConnection[] = [];
+  const batch = 50;
+  for (let i = 0; i < n; i += batch)
+    clients.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(batch, n - i) }, () => t.connect(listener.address, { params })),
+      )),
+    );
+  while (held.length < n) await new Promise((r) => setTimeout(r, 1));
+  const ms = performance.now() - t0;
+  for (const c of [...clients, ...held]) c.abort();
+  await listener.close();
+  return ms;
+}
