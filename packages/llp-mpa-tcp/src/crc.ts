@@ -6,7 +6,28 @@
  * Short inputs go through a table in JavaScript (cheaper than a native call); long ones through
  * @node-rs/crc32's hardware-accelerated crc32c.
  */
+import { createRequire } from 'node:module';
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
+
+/**
+ * Optional speed-up: `sse4_crc32` (a native addon, an optional dependency built where node-gyp and SSE4.2
+ * are available) runs ≈2.2× faster than @node-rs/crc32 on 64 KiB here (7.6 vs 3.4 GB/s) but costs a
+ * little more per call, so it takes the long runs only.
+ */
+type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
+const sse4: Sse4 | undefined = (() => {
+  if (process.env.RDDP_CRC32C === 'node-rs') return undefined;
+  try {
+    const m = createRequire(import.meta.url)('sse4_crc32') as Sse4;
+    return m.hardware_support && m.calculate(new TextEncoder().encode('123456789')) === 0xe3069283 ? m : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+const SSE4_THRESHOLD = 1024;
+
+/** Which CRC32c implementation long runs use: 'sse4_crc32' or '@node-rs/crc32'. */
+export const crc32cBackend: string = sse4 ? 'sse4_crc32' : '@node-rs/crc32';
 
 /** Below this many octets the JavaScript table beats a native call (measured: ~55 ns vs ~140 ns for 14 octets). */
 const NATIVE_THRESHOLD = 48;
@@ -28,6 +49,7 @@ export function crc32cRange(bytes: Uint8Array, start: number, end: number, crc: 
   if (n <= 0) return crc;
   if (n >= NATIVE_THRESHOLD) {
     const view = start === 0 && end === bytes.byteLength ? bytes : bytes.subarray(start, end);
+    if (sse4 && n >= SSE4_THRESHOLD) return sse4.calculate(view, crc);
     return nativeCrc32c(view, crc);
   }
   let c = ~crc;

@@ -3,7 +3,7 @@
  * profile, Rev 0) over `node:net` TCP, as an rddp LLP plugin. Rule sources: README.md.
  */
 export { MpaTcpConnection, mpaCapabilities } from './connection.js';
-export { crc32c, crc32cRange, readCrc, writeCrc } from './crc.js';
+export { crc32c, crc32cBackend, crc32cRange, readCrc, writeCrc } from './crc.js';
 export { MpaCrcError, MpaErrorCode, MpaProtocolError, type MpaViolation } from './errors.js';
 export { FpduReader, type FpduReaderOptions, FpduWriter, type FpduWriterOptions, fpduLength } from './fpdu.js';
 export {

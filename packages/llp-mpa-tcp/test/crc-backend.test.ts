@@ -1,0 +1,33 @@
+import { crc32c as nodeRs } from '@node-rs/crc32';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { crc32cBackend, crc32cRange } from '../src/index.js';
+
+describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
+  it('RFC 3720 B.4 check value: CRC32c("123456789") = 0xE3069283', () => {
+    const v = new TextEncoder().encode('123456789');
+    expect(crc32cRange(v, 0, v.length, 0)).toBe(0xe3069283);
+    const long = new Uint8Array(4096).fill(7);
+    expect(crc32cRange(long, 0, long.length, 0)).toBe(nodeRs(Buffer.from(long), 0));
+  });
+
+  it('incremental over any split, on both sides of every threshold, equals one pass', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 5000 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (data, cuts) => {
+          const points = [...new Set(cuts.map((c) => (data.length ? c % (data.length + 1) : 0)))].sort((a, b) => a - b);
+          let crc = 0;
+          let at = 0;
+          for (const p of [...points, data.length]) {
+            crc = crc32cRange(data, at, p, crc);
+            at = p;
+          }
+          expect(crc).toBe(nodeRs(Buffer.from(data), 0));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
