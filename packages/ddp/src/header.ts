@@ -24,12 +24,40 @@ export function encodeTaggedHeader(
   out: Uint8Array = new Uint8Array(DDP_TAGGED_HEADER_LENGTH),
   offset = 0,
 ): Uint8Array {
-  const v = new DataView(out.buffer, out.byteOffset + offset, DDP_TAGGED_HEADER_LENGTH);
-  v.setUint8(0, DDP_T_FLAG | (h.last ? DDP_L_FLAG : 0) | (h.dv & DDP_DV_MASK));
-  v.setUint8(1, h.rsvdUlp & 0xff);
-  v.setUint32(2, h.stag >>> 0);
-  v.setBigUint64(6, BigInt.asUintN(64, h.to));
+  const to = BigInt.asUintN(64, h.to);
+  writeTagged(out, offset, h.last, h.dv, h.rsvdUlp, h.stag, Number(to >> 32n), Number(to & 0xffff_ffffn));
   return out;
+}
+
+function put32(out: Uint8Array, o: number, v: number): void {
+  out[o] = v >>> 24;
+  out[o + 1] = (v >>> 16) & 0xff;
+  out[o + 2] = (v >>> 8) & 0xff;
+  out[o + 3] = v & 0xff;
+}
+
+function get32(b: Uint8Array, o: number): number {
+  return (
+    (((b[o] as number) << 24) | ((b[o + 1] as number) << 16) | ((b[o + 2] as number) << 8) | (b[o + 3] as number)) >>> 0
+  );
+}
+
+/** The transmit path's form: TO as its high and low 32-bit halves, so no bigint is made per segment. */
+export function writeTagged(
+  out: Uint8Array,
+  o: number,
+  last: boolean,
+  dv: DdpVersion,
+  rsvdUlp: number,
+  stag: number,
+  toHi: number,
+  toLo: number,
+): void {
+  out[o] = DDP_T_FLAG | (last ? DDP_L_FLAG : 0) | (dv & DDP_DV_MASK);
+  out[o + 1] = rsvdUlp & 0xff;
+  put32(out, o + 2, stag >>> 0);
+  put32(out, o + 6, toHi >>> 0);
+  put32(out, o + 10, toLo >>> 0);
 }
 
 /** Writes an untagged header (§4.3, Figure 5) into `out` at `offset`; returns `out`. */
@@ -38,13 +66,13 @@ export function encodeUntaggedHeader(
   out: Uint8Array = new Uint8Array(DDP_UNTAGGED_HEADER_LENGTH),
   offset = 0,
 ): Uint8Array {
-  const v = new DataView(out.buffer, out.byteOffset + offset, DDP_UNTAGGED_HEADER_LENGTH);
-  v.setUint8(0, (h.last ? DDP_L_FLAG : 0) | (h.dv & DDP_DV_MASK));
-  v.setUint8(1, Math.floor(h.rsvdUlp / TWO_32) & 0xff);
-  v.setUint32(2, (h.rsvdUlp % TWO_32) >>> 0);
-  v.setUint32(6, h.qn >>> 0);
-  v.setUint32(10, h.msn >>> 0);
-  v.setUint32(14, h.mo >>> 0);
+  const o = offset;
+  out[o] = (h.last ? DDP_L_FLAG : 0) | (h.dv & DDP_DV_MASK);
+  out[o + 1] = Math.floor(h.rsvdUlp / TWO_32) & 0xff;
+  put32(out, o + 2, (h.rsvdUlp % TWO_32) >>> 0);
+  put32(out, o + 6, h.qn >>> 0);
+  put32(out, o + 10, h.msn >>> 0);
+  put32(out, o + 14, h.mo >>> 0);
   return out;
 }
 
@@ -63,19 +91,23 @@ export function decodeHeader(b: Uint8Array): DdpHeader | undefined {
   const c = b[0] as number;
   const need = headerLength(c);
   if (b.length < need) return undefined;
-  const v = new DataView(b.buffer, b.byteOffset, need);
   const last = (c & DDP_L_FLAG) !== 0;
   const dv = (c & DDP_DV_MASK) as DdpVersion;
-  if (c & DDP_T_FLAG)
-    return { tagged: true, last, dv, rsvdUlp: v.getUint8(1), stag: v.getUint32(2), to: v.getBigUint64(6) };
+  if (c & DDP_T_FLAG) {
+    const hi = get32(b, 6);
+    const lo = get32(b, 10);
+    // Below 2^53 the TO is made from a number (cheaper than shifting bigints); above, exactly with bigints.
+    const to = hi < 0x20_0000 ? BigInt(hi * TWO_32 + lo) : (BigInt(hi) << 32n) | BigInt(lo);
+    return { tagged: true, last, dv, rsvdUlp: b[1] as number, stag: get32(b, 2), to };
+  }
   return {
     tagged: false,
     last,
     dv,
-    rsvdUlp: v.getUint8(1) * TWO_32 + v.getUint32(2),
-    qn: v.getUint32(6),
-    msn: v.getUint32(10),
-    mo: v.getUint32(14),
+    rsvdUlp: (b[1] as number) * TWO_32 + get32(b, 2),
+    qn: get32(b, 6),
+    msn: get32(b, 10),
+    mo: get32(b, 14),
   };
 }
 

@@ -7,12 +7,14 @@
 import type { LlpError, LlpStream } from '@rddp/llp';
 import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpVersion } from './api.js';
 import { DdpAbortError, DdpLlpUnsuitableError, DdpStreamClosedError } from './errors.js';
-import { encodeTaggedHeader, encodeUntaggedHeader } from './header.js';
+import { encodeUntaggedHeader, writeTagged } from './header.js';
 
 interface Job {
   readonly tagged: boolean;
   readonly stag: number;
-  readonly to: bigint;
+  /** TO as 32-bit halves: segments advance the low half with carry, no bigint per segment. */
+  readonly toHi: number;
+  readonly toLo: number;
   readonly qn: number;
   readonly msn: number;
   readonly rsvdUlp: number;
@@ -71,7 +73,8 @@ export class Transmitter {
       this.jobs.push({
         tagged: spec.tagged,
         stag: spec.stag ?? 0,
-        to: spec.to ?? 0n,
+        toHi: Number((spec.to ?? 0n) >> 32n),
+        toLo: Number((spec.to ?? 0n) & 0xffff_ffffn),
         qn: spec.qn ?? 0,
         msn: spec.msn ?? 0,
         rsvdUlp: spec.rsvdUlp,
@@ -141,12 +144,19 @@ export class Transmitter {
       const last = job.sent + n === job.total;
       const seg: Uint8Array[] = [];
       const hdr = new Uint8Array(hdrLen);
-      if (job.tagged)
-        encodeTaggedHeader(
-          { last, dv: this.dv, rsvdUlp: job.rsvdUlp, stag: job.stag, to: job.to + BigInt(job.sent) },
+      if (job.tagged) {
+        const lo = job.toLo + job.sent; // < 2^33: exact as a number
+        writeTagged(
           hdr,
+          0,
+          last,
+          this.dv,
+          job.rsvdUlp,
+          job.stag,
+          (job.toHi + Math.floor(lo / 0x1_0000_0000)) >>> 0,
+          lo >>> 0,
         );
-      else
+      } else
         encodeUntaggedHeader({ last, dv: this.dv, rsvdUlp: job.rsvdUlp, qn: job.qn, msn: job.msn, mo: job.sent }, hdr);
       seg.push(hdr);
       take(job, n, seg);

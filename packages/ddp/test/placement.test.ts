@@ -62,6 +62,19 @@ describe('RFC 5041 §5.1.1 / §5.2 tagged buffer model and segmentation', () => 
     expect(sink.subarray(1, 9)).toEqual(pattern(8));
   });
 
+  it('§5.2: segment TOs carry across 2^32 and 2^53 exactly', async () => {
+    for (const base of [2n ** 32n - 100n, 2n ** 53n - 100n]) {
+      const [a, b] = await ddpPair({ mulpdu: 64 });
+      const sink = new Uint8Array(400);
+      const r = b.stags.register({ pdId: 1, buffer: sink, access: Access.RemoteWrite, baseTo: base });
+      const data = pattern(400, 4);
+      await a.ddp.sendTagged(r.stag, base, [data], 0);
+      await until(() => b.deliveries.length === 1);
+      expect(sink).toEqual(data);
+      expect(b.placements.map((p) => p.to)).toEqual(b.placements.map((_, i) => base + BigInt(i * 50)));
+    }
+  });
+
   it('§5.2: a zero-length tagged message is one segment with L=1 and places nothing', async () => {
     const [a, b] = await ddpPair();
     await a.ddp.sendTagged(0, 0n, [], 0);
