@@ -102,6 +102,8 @@ export interface DdpErrorEvent {
   readonly message: string;
   /** The offending segment's DDP header, decoded (undefined if too short to decode). */
   readonly header: DdpHeader | undefined;
+  /** Length of the offending DDP segment (header + payload), for the Terminate's DDP Segment Length (RFC 5040 §4.8). */
+  readonly segmentLength: number;
   /** The raw header octets (up to 18; for RDMAP's Terminate "DDP Segment Header" copy, RFC 5040 §4.8). */
   readonly headerBytes: Uint8Array;
   /** For untagged headers, the RDMAP header octets after the DDP header if present (up to 28, RFC 5040 §4.8). */

@@ -129,7 +129,8 @@ export class Receiver {
     const r = o.stags.lookup(h.stag);
     const usable: MemoryRegion | undefined = r?.valid && r.pdId === o.pdId ? r : undefined;
     if (o.ulpCheck) {
-      const f = o.ulpCheck(h, n, usable);
+      const f = this.runUlpCheck(h, n, usable, u);
+      if (f === 'threw') return;
       if (f) return this.failUlp(f, u, h);
     }
     let offset = 0;
@@ -188,7 +189,8 @@ export class Receiver {
     const T = DdpErrorType.UntaggedBuffer;
     if (h.dv !== o.dv) return this.fail(T, E.InvalidDdpVersion, `DDP version ${h.dv}, this stream runs ${o.dv}`, u, h);
     if (o.ulpCheck) {
-      const f = o.ulpCheck(h, n, undefined);
+      const f = this.runUlpCheck(h, n, undefined, u);
+      if (f === 'threw') return;
       if (f) return this.failUlp(f, u, h);
     }
     // §7.1 untagged checks 1–5, all before placement.
@@ -247,6 +249,27 @@ export class Receiver {
     if (slot.length !== undefined && slot.placed >= slot.length) this.deliver(q, slot);
   }
 
+  /** A ULP check that throws is a local fault: reported as Local Catastrophic, nothing placed (never a hang). */
+  private runUlpCheck(
+    h: DdpHeader,
+    n: number,
+    region: MemoryRegion | undefined,
+    u: Ulpdu,
+  ): ReturnType<UlpSegmentCheck> | 'threw' {
+    try {
+      return (this.o.ulpCheck as UlpSegmentCheck)(h, n, region);
+    } catch (e) {
+      this.fail(
+        DdpErrorType.LocalCatastrophic,
+        0,
+        `the ULP's segment check threw: ${e instanceof Error ? e.message : String(e)}`,
+        u,
+        h,
+      );
+      return 'threw';
+    }
+  }
+
   private deliver(q: UntaggedQueue, s: ReceiveSlot): void {
     q.complete(s);
     this.out.delivery({
@@ -289,6 +312,7 @@ export class Receiver {
     this.out.error({
       ...f,
       header,
+      segmentLength: u.length,
       headerBytes: all.slice(0, Math.min(hlen, copyLen)),
       ulpHeaderBytes: all.slice(Math.min(hlen, copyLen)),
     });

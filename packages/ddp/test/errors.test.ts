@@ -211,3 +211,24 @@ describe('§7.1: the ULP check runs before placement', () => {
     expect(got).toEqual([18 + 28]);
   });
 });
+
+describe('robustness of the ULP hook', () => {
+  it('a ULP check that throws is reported as Local Catastrophic (type 0), places nothing, and the stream does not hang', async () => {
+    const { raw, sink } = await rawPeer({
+      ulpCheck: () => {
+        throw new Error('bug in the ULP');
+      },
+    });
+    sink.ddp.postReceive(0, new Uint8Array(8));
+    raw.send([untagged(0, 1, 0, 4)]);
+    await until(() => sink.errors.length === 1);
+    expect(sink.errors[0]).toMatchObject({
+      layer: 'ddp',
+      type: DdpErrorType.LocalCatastrophic,
+      code: 0,
+      segmentLength: 22,
+    });
+    expect(sink.errors[0]?.message).toContain('bug in the ULP');
+    expect(sink.deliveries).toEqual([]);
+  });
+});

@@ -30,7 +30,7 @@ import {
   withAbort,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
-import { type PkgAssociation, shimAssociation } from './pkg.js';
+import { type PkgAssociation, peerOutboundStreams, shimAssociation } from './pkg.js';
 import {
   decodeSessionControl,
   encodeSessionControl,
@@ -222,11 +222,16 @@ export class SctpConnection implements LlpConnection, StreamHost {
   private onUp(): void {
     if (this.phase !== 'associating') return;
     const a = this.association;
-    const n = a.OS; // min(local OS, peer MIS), RFC 4960 §5.1.1 (read from the association: the package's socket.OS is wrong)
+    // RFC 4960 §5.1.1: this side sends on min(local OS, peer MIS) streams (the association's OS; the
+    // package's socket.OS is wrong) and receives on min(local MIS, peer OS). A DDP Stream needs both
+    // directions (RFC 5043 §4), so there are as many DDP Streams as the smaller of the two.
+    const n = Math.min(a.OS, a.MIS, peerOutboundStreams(a) ?? a.OS);
     const wanted = this.config.streams ?? n;
     if (n < wanted) {
       this.fail(
-        new ResourceLimitError(`the peer offers ${n} inbound streams, ${wanted} were asked for (RFC 4960 §5.1.1)`),
+        new ResourceLimitError(
+          `the association has ${n} streams both ways, ${wanted} DDP Streams were asked for (RFC 4960 §5.1.1)`,
+        ),
       );
       return;
     }

@@ -95,6 +95,7 @@ export class SctpListener implements LlpListener {
       {
         refused: (e) => this.errors.next(e),
         packageError: (e, packet) => this.packageError(state, e, packet),
+        violation: (text, packet) => this.violation(state, text, packet),
       },
     );
     path.endpoint.cookieSecretKey = this.secret;
@@ -107,10 +108,15 @@ export class SctpListener implements LlpListener {
 
   private packageError(state: PeerState, error: unknown, packet: Buffer): void {
     const text = `the sctp package failed on a packet from ${state.key}: ${(error as Error)?.message ?? String(error)}`;
+    this.violation(state, text, packet, error);
+  }
+
+  /** Aborts the association the packet belongs to; reports it when no connection owns it yet. */
+  private violation(state: PeerState, text: string, packet: Buffer, cause?: unknown): void {
     const h = commonHeader(packet);
     const hit = [...state.connections].find((c) => h && c.sctpAssociation.remotePort === h.srcPort);
     if (hit) hit.violation(text);
-    else this.errors.next(new LlpProtocolError(text, { cause: error }));
+    else this.errors.next(new LlpProtocolError(text, cause === undefined ? undefined : { cause }));
   }
 
   private onAssociation(state: PeerState, association: PkgAssociation): void {

@@ -5,6 +5,7 @@
  * - verifies each inbound packet's CRC32c (RFC 4960 §6.8; the package computes it but keeps bad packets);
  * - adds the Adaptation Layer Indication to outbound INIT/INIT ACK and refuses inbound ones without it
  *   (RFC 5043 §5.1);
+ * - refuses unordered DATA (rfc5043.ts UNORDERED_DATA_ACCEPTED), which the package mishandles;
  * - catches what the package throws on a packet, so bad input from a peer never crashes the process.
  */
 import dgram from 'node:dgram';
@@ -14,12 +15,13 @@ import { CapabilityError, type LlpError, LlpProtocolError } from '@rddp/llp';
 import { verifySctpChecksum } from './crc32c.js';
 import { createEndpoint, type PkgEndpoint } from './pkg.js';
 import { RawWire } from './raw.js';
-import { ADAPTATION_CODE_POINT_DDP, ADAPTATION_LAYER_INDICATION_TYPE } from './rfc5043.js';
+import { ADAPTATION_LAYER_INDICATION_TYPE, adaptationRefusal, UNORDERED_DATA_ACCEPTED } from './rfc5043.js';
 import {
   abortPacket,
   adaptationCodePoint,
   ChunkType,
   commonHeader,
+  hasUnorderedData,
   initChunk,
   initiateTag,
   missingMandatoryParameterCause,
@@ -38,6 +40,8 @@ export interface PathEvents {
   refused(error: LlpError, chunk: 'INIT' | 'INIT ACK'): void;
   /** The package threw while handling a packet from this peer. */
   packageError(error: unknown, packet: Buffer): void;
+  /** The peer broke a rule of RFC 5043 this layer checks (the packet was dropped): abort its association. */
+  violation(text: string, packet: Buffer): void;
 }
 
 /** Counters a test or a debug log can read. */
@@ -85,6 +89,10 @@ export class PeerSocket extends EventEmitter {
     this.tap?.(packet, 'in');
     const init = initChunk(packet);
     if (init && !this.acceptInit(packet, init)) return;
+    if (!UNORDERED_DATA_ACCEPTED && hasUnorderedData(packet)) {
+      this.events.violation('an unordered DATA chunk: DDP over SCTP sends ordered user messages (RFC 5043)', packet);
+      return;
+    }
     try {
       this.emit('message', packet, {});
     } catch (e) {
@@ -93,24 +101,22 @@ export class PeerSocket extends EventEmitter {
   }
 
   private acceptInit(packet: Buffer, init: NonNullable<ReturnType<typeof initChunk>>): boolean {
-    const code = adaptationCodePoint(packet, init);
-    if (code === ADAPTATION_CODE_POINT_DDP) return true;
-    const h = commonHeader(packet) as NonNullable<ReturnType<typeof commonHeader>>;
     const which = init.type === ChunkType.INIT ? 'INIT' : 'INIT ACK';
-    const text =
-      code === null
-        ? `${which} without the Adaptation Layer Indication for DDP (RFC 5043 §5.1)`
-        : `${which} announces adaptation code point ${code}, not DDP (${ADAPTATION_CODE_POINT_DDP}) (RFC 5043 §5.1)`;
+    const refusal = adaptationRefusal(adaptationCodePoint(packet, init), which);
+    if (!refusal) return true;
+    const h = commonHeader(packet) as NonNullable<ReturnType<typeof commonHeader>>;
     const cause =
-      code === null ? missingMandatoryParameterCause([ADAPTATION_LAYER_INDICATION_TYPE]) : protocolViolationCause(text);
+      refusal.cause === 'missing-mandatory-parameter'
+        ? missingMandatoryParameterCause([ADAPTATION_LAYER_INDICATION_TYPE])
+        : protocolViolationCause(refusal.text);
     // RFC 4960 §5.1/§8.4: the ABORT answering an INIT (or INIT ACK) carries its Initiate Tag, T bit clear.
     this.sendOwn(
       abortPacket({ srcPort: h.dstPort, dstPort: h.srcPort, vTag: initiateTag(packet, init) }, false, [cause]),
     );
     this.events.refused(
       which === 'INIT'
-        ? new LlpProtocolError(`refused an association: ${text}`)
-        : new CapabilityError(`the peer is not a DDP endpoint: ${text}`),
+        ? new LlpProtocolError(`refused an association: ${refusal.text}`)
+        : new CapabilityError(`the peer is not a DDP endpoint: ${refusal.text}`),
       which,
     );
     return false;

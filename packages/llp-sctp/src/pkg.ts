@@ -44,6 +44,15 @@ export interface PkgAssociation extends EventEmitter {
   /** Pending delayed-SACK timer (RFC 4960 §6.2), if any. */
   _sack_timer?: unknown;
   _destroy(): void;
+  /** Takes the peer's INIT or INIT ACK fields (RFC 4960 §5.1): OS, peer tag, peer_rwnd. */
+  _updatePeer(chunk: PkgInitChunk): void;
+}
+
+/** The fields of a parsed INIT or INIT ACK the package hands to `_updatePeer`. */
+export interface PkgInitChunk {
+  readonly outbound_streams: number;
+  readonly inbound_streams: number;
+  readonly a_rwnd: number;
 }
 
 /** The parts of `sctp/lib/endpoint.js` this plugin uses. */
@@ -78,6 +87,7 @@ export interface SctpSocket extends EventEmitter {
   MIS: number;
   association?: PkgAssociation;
   readableLength: number;
+  resume(): this;
   write(chunk: Uint8Array, cb?: (e?: Error | null) => void): boolean;
   end(): void;
   destroy(): void;
@@ -122,6 +132,8 @@ export function createEndpoint(
  * - `duplicates`: onData() reads `this.duplicates.length` in SHUTDOWN-SENT, a field that only exists on
  *   the reassembly object; without this a DATA chunk arriving then throws (and would crash the process).
  * - `PMTU`: the package assumes 1500 octets of SCTP packet; inside UDP/IPv4 the packet gets 1472.
+ * - `_updatePeer`: the package keeps min(local OS, peer MIS) but drops the peer's own OS, i.e. how many
+ *   streams the peer will send on (RFC 4960 §5.1.1); it is recorded here for `peerOutboundStreams`.
  */
 export function shimAssociation(association: PkgAssociation, pmtu: number): void {
   Object.defineProperty(association, 'duplicates', {
@@ -131,6 +143,22 @@ export function shimAssociation(association: PkgAssociation, pmtu: number): void
     },
   });
   association.PMTU = pmtu;
+  const update = association._updatePeer.bind(association);
+  association._updatePeer = (chunk) => {
+    peerOS.set(association, chunk.outbound_streams);
+    update(chunk);
+  };
+}
+
+const peerOS = new WeakMap<PkgAssociation, number>();
+
+/**
+ * The Number of Outbound Streams the peer announced in its INIT or INIT ACK (RFC 4960 §3.3.2): the
+ * streams it may send on, so the bound of our inbound streams. Undefined before the peer's INIT (ACK)
+ * was processed, or on an association `shimAssociation` was not applied to.
+ */
+export function peerOutboundStreams(association: PkgAssociation): number | undefined {
+  return peerOS.get(association);
 }
 
 /** Whether every DATA chunk this association sent has been acknowledged. */

@@ -120,17 +120,26 @@ export class RawWire {
   }
 
   private onMessage(buffer: Buffer, source: string): void {
-    // IPv4 raw sockets deliver the IP header (RFC 791): skip IHL words; the rest is the SCTP packet.
-    if (buffer.length < 20) return;
-    const ihl = ((buffer[0] as number) & 0x0f) * 4;
-    if (buffer.length < ihl + 12) return;
-    const dstPort = buffer.readUInt16BE(ihl + 2);
-    const handler = this.handlers.get(dstPort);
+    const packet = sctpPacketOf(buffer);
+    if (!packet) return;
+    const handler = this.handlers.get(packet.readUInt16BE(2));
     if (!handler) {
       this.strays++;
       return;
     }
-    // Copy out of raw-socket's reused receive buffer before anything keeps a slice of it.
-    handler(Buffer.from(buffer.subarray(ihl)), source);
+    handler(packet, source);
   }
+}
+
+/**
+ * The SCTP packet of an IPv4 datagram as a raw socket delivers it (IP header first, RFC 791: skip IHL
+ * words), **copied** out of raw-socket's reused receive buffer, since the sctp package keeps slices of
+ * the buffers it is given (docs/SCTP.md, defect "raw buffer"). Undefined when too short for an SCTP
+ * common header.
+ */
+export function sctpPacketOf(datagram: Buffer): Buffer | undefined {
+  if (datagram.length < 20) return undefined;
+  const ihl = ((datagram[0] as number) & 0x0f) * 4;
+  if (datagram.length < ihl + 12) return undefined;
+  return Buffer.from(datagram.subarray(ihl));
 }

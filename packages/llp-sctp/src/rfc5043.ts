@@ -29,6 +29,33 @@ export function encodeAdaptationLayerIndication(codePoint: number = ADAPTATION_C
   return b;
 }
 
+/** Why an INIT or INIT ACK is refused, and the RFC 4960 §3.3.10 error cause the refusing ABORT carries. */
+export interface AdaptationRefusal {
+  /** "Missing Mandatory Parameter" (§3.3.10.2, naming 0xC006) or "Protocol Violation" (§3.3.10.13). */
+  readonly cause: 'missing-mandatory-parameter' | 'protocol-violation';
+  readonly text: string;
+}
+
+/**
+ * READING: an association whose INIT or INIT ACK lacks the Adaptation Layer Indication with the DDP code
+ * point is refused (the issue's "an association without it refused"), by an ABORT carrying "Missing
+ * Mandatory Parameter" naming 0xC006 when the parameter is absent, or "Protocol Violation" when it
+ * announces another code point. Returns null for an acceptable code point.
+ */
+export function adaptationRefusal(codePoint: number | null, chunk: 'INIT' | 'INIT ACK'): AdaptationRefusal | null {
+  if (codePoint === ADAPTATION_CODE_POINT_DDP) return null;
+  if (codePoint === null) {
+    return {
+      cause: 'missing-mandatory-parameter',
+      text: `${chunk} without the Adaptation Layer Indication for DDP (RFC 5043 §5.1)`,
+    };
+  }
+  return {
+    cause: 'protocol-violation',
+    text: `${chunk} announces adaptation code point ${codePoint}, not DDP (${ADAPTATION_CODE_POINT_DDP}) (RFC 5043 §5.1)`,
+  };
+}
+
 /**
  * READING: DDP Stream Session Control function codes (RFC 5043 §5.2.2). The four functions are named by
  * the RFC; their numeric values 1..4 are our reading.
@@ -80,6 +107,14 @@ export const SESSION_SETUP_STREAM = 0;
 export function sctpStreamOf(ddpStream: number): number {
   return ddpStream;
 }
+
+/**
+ * READING: DDP Segments and session control messages travel as ordered SCTP user messages (DATA U bit
+ * clear, RFC 4960 §3.3.1). This LLP declares itself ordered to DDP (RFC 5041 §3), and the sctp package
+ * cannot mix ordered and unordered messages on one stream (docs/SCTP.md, defect "ordering"), so a DATA
+ * chunk with the U bit set is refused: ABORT with a Protocol Violation cause.
+ */
+export const UNORDERED_DATA_ACCEPTED = false;
 
 export interface SessionControlMessage {
   readonly fn: SessionFunction;

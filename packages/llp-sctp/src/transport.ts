@@ -14,6 +14,7 @@ import {
   type LlpError,
   type LlpListener,
   type LlpListenOptions,
+  LlpProtocolError,
   LlpTimeoutError,
   type LlpTransport,
   throwIfAborted,
@@ -102,6 +103,7 @@ export class SctpTransport implements LlpTransport {
           refused: (e) => failWith(e),
           packageError: (e) =>
             conn?.violation(`the sctp package failed on a packet: ${(e as Error)?.message ?? String(e)}`),
+          violation: (text) => (conn ? conn.violation(text) : failWith(new LlpProtocolError(text))),
         },
       );
     } catch (e) {

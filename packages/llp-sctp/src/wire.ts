@@ -100,12 +100,30 @@ export function dataChunks(packet: Uint8Array): DataChunkInfo[] {
     }));
 }
 
+/** Whether the packet holds a DATA chunk with the U (unordered) bit set (RFC 4960 §3.3.1). */
+export function hasUnorderedData(packet: Uint8Array): boolean {
+  // Runs on every inbound packet: walks the chunk headers without allocating.
+  let off = COMMON_HEADER_LENGTH;
+  while (off + 4 <= packet.byteLength) {
+    const length = ((packet[off + 2] as number) << 8) | (packet[off + 3] as number);
+    if (length < 4) return false;
+    if (packet[off] === ChunkType.DATA && ((packet[off + 1] as number) & 0x04) !== 0) return true;
+    off += pad4(length);
+  }
+  return false;
+}
+
 /** The first chunk when it is an INIT or INIT ACK (which are never bundled, RFC 4960 §6.10). */
 export function initChunk(packet: Uint8Array): ChunkInfo | undefined {
   const first = chunks(packet)[0];
   if (!first || (first.type !== ChunkType.INIT && first.type !== ChunkType.INIT_ACK)) return undefined;
   if (first.length < INIT_FIXED_LENGTH) return undefined;
   return first;
+}
+
+/** The Number of Outbound Streams (OS) of an INIT or INIT ACK (RFC 4960 §3.3.2). */
+export function outboundStreams(packet: Uint8Array, chunk: ChunkInfo): number {
+  return view(packet).getUint16(chunk.offset + 12);
 }
 
 /** The Initiate Tag of an INIT or INIT ACK (RFC 4960 §3.3.2). */

@@ -3,25 +3,29 @@
  * fixes or changes one makes its test fail and gets noticed) and, where this plugin works around it,
  * next to a check that the plugin is not affected. docs/SCTP.md explains each one.
  */
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { verifySctpChecksum } from '../src/crc32c.js';
 import { PeerSocket } from '../src/paths.js';
-import { allAcked, shimAssociation } from '../src/pkg.js';
-import { adaptationCodePoint, ChunkType, chunks, initChunk } from '../src/wire.js';
-import { barePairOnLink, barePairOnUdp, pattern, udpDrops, until } from './harness.js';
+import { allAcked, sctpPackage, shimAssociation } from '../src/pkg.js';
+import { adaptationCodePoint, ChunkType, chunks, initChunk, outboundStreams } from '../src/wire.js';
+import { barePairOnLink, barePairOnUdp, link, pattern, udpDrops, until } from './harness.js';
+
+const packageDefaults = createRequire(import.meta.url)('sctp/lib/defs') as { NET_SCTP: { RWND: number } };
 
 describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
   it('defect "raw buffer": the package keeps slices of the datagram buffers it is given, so a reused receive buffer (raw-socket) corrupts messages over one packet', async () => {
-    for (const reuse of [true, false]) {
+    // reuse: what raw-socket does; reuse + rawCopy: raw.ts's sctpPacketOf on the same buffer; fresh: UDP.
+    for (const mode of ['reuse', 'reuse + rawCopy', 'fresh'] as const) {
       const p = await barePairOnLink();
-      // reuse: what raw-socket does; no reuse: what paths.ts/raw.ts do (copy each packet out first).
-      p.clientEnd.reuseBuffer = reuse;
+      p.clientEnd.reuseBuffer = mode !== 'fresh';
+      p.clientEnd.rawCopy = mode === 'reuse + rawCopy';
       const got: Buffer[] = [];
       p.server.on('data', (d: Buffer) => got.push(Buffer.from(d)));
       const big = pattern(6000, 1);
       p.client.write(big);
       await until(() => got.length === 1, 'the message');
-      expect((got[0] as Buffer).equals(big)).toBe(!reuse);
+      expect({ mode, intact: (got[0] as Buffer).equals(big) }).toEqual({ mode, intact: mode !== 'reuse' });
       p.close();
     }
   });
@@ -87,6 +91,13 @@ describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
     p.close();
   });
 
+  it('defect "window": the default windows are 16 KiB on a connecting socket (its readable high-water mark) and 100 KiB on an endpoint (RFC 4960 §3.3.2 a_rwnd)', async () => {
+    const [init] = await captureHandshake();
+    const c = initChunk(init) as NonNullable<ReturnType<typeof initChunk>>;
+    expect(init.readUInt32BE(c.offset + 8)).toBe(16 * 1024); // a_rwnd of the connecting socket's INIT
+    expect(packageDefaults.NET_SCTP.RWND).toBe(100 * 1024);
+  });
+
   it('defect "window": over UDP a 256 KiB message overflows the default socket receive buffer', async () => {
     const p = await barePairOnUdp();
     if (udpDrops(p.serverUdpPort) === undefined) {
@@ -104,6 +115,12 @@ describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
     expect(p.client.OS).toBe(10);
     expect(p.clientAssociation.OS).toBe(2);
     p.close();
+  });
+
+  it('defect "streams": the INIT ACK announces the INIT\'s MIS as its OS, not the responder\'s own OS (RFC 4960 §3.3.3)', async () => {
+    const [, initAck] = await captureHandshake({ clientMIS: 10, serverOS: 2 });
+    const c = initChunk(initAck) as NonNullable<ReturnType<typeof initChunk>>;
+    expect(outboundStreams(initAck, c)).toBe(10); // the responder will send on 2
   });
 
   it('defect "streams": the sender accepts stream id == OS and the receiver delivers it without an ERROR (RFC 4960 §6.5)', async () => {
@@ -191,7 +208,7 @@ describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
     expect(got[0]?.toString()).not.toBe('hello');
     p.close();
     // This plugin's datagram layer drops such a packet before the package sees it.
-    const sock = new PeerSocket(() => {}, { refused() {}, packageError() {} });
+    const sock = new PeerSocket(() => {}, { refused() {}, packageError() {}, violation() {} });
     let delivered = 0;
     sock.on('message', () => delivered++);
     const good = await oneDataPacket();
@@ -241,10 +258,8 @@ describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
 });
 
 /** The INIT and INIT ACK of a bare package handshake, as sent. */
-async function captureHandshake(): Promise<[Buffer, Buffer]> {
+async function captureHandshake(o: { clientMIS?: number; serverOS?: number } = {}): Promise<[Buffer, Buffer]> {
   const seen: Buffer[] = [];
-  const { link } = await import('./harness.js');
-  const { sctpPackage } = await import('../src/pkg.js');
   const [ce, se] = link();
   ce.tap = (p) => seen.push(p);
   se.tap = (p) => seen.push(p);
@@ -254,12 +269,14 @@ async function captureHandshake(): Promise<[Buffer, Buffer]> {
     port: 30_002,
     udpTransport: se,
     udpPeer: { address: 'l', port: 1 },
+    ...(o.serverOS ? { OS: o.serverOS } : {}),
   });
   const client = sctpPackage.connect({
     localPort: 30_002,
     port: 30_001,
     udpTransport: ce,
     udpPeer: { address: 'l', port: 1 },
+    ...(o.clientMIS ? { MIS: o.clientMIS } : {}),
   });
   await new Promise<void>((r) => client.once('connect', () => r()));
   client.destroy();

@@ -6,6 +6,7 @@ import dgram from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { type PkgAssociation, type SctpSocket, sctpPackage } from '../src/pkg.js';
+import { sctpPacketOf } from '../src/raw.js';
 
 /** Polls `cond` until true; rejects after `ms` with `what` (a safety net, not a timed assertion). */
 export async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
@@ -32,9 +33,11 @@ export class LinkEnd extends EventEmitter {
   /** While true, packets sent from this end wait in `held` (the peer sees nothing, so sends no SACK). */
   hold = false;
   readonly held: Buffer[] = [];
-  /** Deliver every packet to the peer in this one reused buffer, as raw-socket does. */
+  /** Deliver every packet to the peer in this one reused buffer (behind an IPv4 header), as raw-socket does. */
   reuseBuffer = false;
-  private readonly scratch = Buffer.alloc(65_536);
+  /** With `reuseBuffer`: take each packet out of the reused buffer the way raw.ts does (`sctpPacketOf`). */
+  rawCopy = false;
+  private readonly scratch = Buffer.alloc(20 + 65_536);
   /** Rewrites packets in flight (tests of corrupted packets). */
   mangle: ((p: Buffer) => Buffer) | undefined;
   /** Sees every packet sent from this end. */
@@ -57,8 +60,11 @@ export class LinkEnd extends EventEmitter {
   receive(p: Buffer): void {
     let packet = this.peer.mangle ? this.peer.mangle(p) : p;
     if (this.peer.reuseBuffer) {
-      packet.copy(this.scratch);
-      packet = this.scratch.subarray(0, packet.length);
+      this.scratch.fill(0, 0, 20);
+      this.scratch[0] = 0x45; // IPv4, IHL 5 words
+      packet.copy(this.scratch, 20);
+      const datagram = this.scratch.subarray(0, 20 + packet.length);
+      packet = this.peer.rawCopy ? (sctpPacketOf(datagram) as Buffer) : datagram.subarray(20);
     }
     this.emit('message', packet, {});
   }
@@ -127,7 +133,7 @@ export async function barePairOnUdp(
 ): Promise<BarePair & { serverUdpPort: number; serverSocket: dgram.Socket }> {
   const open = (rcv?: number) =>
     new Promise<dgram.Socket>((resolve) => {
-      const s = dgram.createSocket(rcv ? { type: 'udp4', recvBufferSize: rcv } : 'udp4');
+      const s = rcv ? dgram.createSocket({ type: 'udp4', recvBufferSize: rcv }) : dgram.createSocket('udp4');
       s.bind(0, '127.0.0.1', () => resolve(s));
     });
   const uc = await open();

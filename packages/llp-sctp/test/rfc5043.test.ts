@@ -10,6 +10,7 @@ import { PartsView } from '../src/parts-view.js';
 import { packagePpids, sctpPackage } from '../src/pkg.js';
 import {
   ADAPTATION_CODE_POINT_DDP,
+  adaptationRefusal,
   decodeSessionControl,
   encodeAdaptationLayerIndication,
   encodeSessionControl,
@@ -24,6 +25,7 @@ import {
   chunks,
   commonHeader,
   errorCauses,
+  hasUnorderedData,
   initChunk,
   missingMandatoryParameterCause,
   withAdaptationIndication,
@@ -107,6 +109,31 @@ describe('RFC 5043 wire format', () => {
       expect(withAdaptationIndication(out)).toBe(out);
     }
     expect(withAdaptationIndication(other)).toBe(other);
+  });
+
+  it('RFC 4960 §3.3.1: the U bit is found on any DATA chunk of a packet, bundled or not', () => {
+    const data = (unordered: boolean) =>
+      new PkgChunk('data', {
+        tsn: 1,
+        stream_id: 0,
+        ssn: 0,
+        ppid: 16,
+        flags: { B: 1, E: 1, U: unordered ? 1 : 0 },
+        user_data: Buffer.from('abc'),
+      }).toBuffer();
+    const sack = new PkgChunk('sack', { c_tsn_ack: 1, a_rwnd: 1000 }).toBuffer();
+    const packet = (...cs: Buffer[]) => Buffer.concat([Buffer.alloc(12), ...cs]);
+    expect(hasUnorderedData(packet(sack, data(false)))).toBe(false);
+    expect(hasUnorderedData(packet(sack, data(false), data(true)))).toBe(true);
+    expect(hasUnorderedData(packet(data(true)))).toBe(true);
+    expect(hasUnorderedData(packet(sack))).toBe(false);
+  });
+
+  it('RFC 5043 §5.1: only the DDP code point is accepted; absent is Missing Mandatory Parameter, another is Protocol Violation', () => {
+    expect(adaptationRefusal(ADAPTATION_CODE_POINT_DDP, 'INIT')).toBeNull();
+    expect(adaptationRefusal(null, 'INIT')?.cause).toBe('missing-mandatory-parameter');
+    expect(adaptationRefusal(null, 'INIT ACK')?.text).toMatch(/^INIT ACK without/);
+    expect(adaptationRefusal(7, 'INIT ACK')).toMatchObject({ cause: 'protocol-violation', text: /code point 7/ });
   });
 
   it('RFC 4960 §3.3.7, §3.3.10.2: the refusal ABORT names the missing parameter and carries the INIT tag', () => {

@@ -28,7 +28,7 @@ import {
   sctpModule,
 } from '../src/index.js';
 import { openUdpWire, PeerPath } from '../src/paths.js';
-import { createEndpoint, sctpPackage } from '../src/pkg.js';
+import { createEndpoint, type PkgAssociation, sctpPackage } from '../src/pkg.js';
 import { loadRawSocket } from '../src/raw.js';
 import {
   ADAPTATION_CODE_POINT_DDP,
@@ -78,6 +78,47 @@ function collect(s: LlpStream): Buffer[] {
 
 async function sendAll(s: LlpStream, ulpdus: readonly Uint8Array[]): Promise<void> {
   for (const u of ulpdus) if (!s.send([u])) await s.waitForDrain();
+}
+
+/**
+ * A peer built from the bare package plus this plugin's datagram layer (so its INIT carries the
+ * adaptation indication), with its own stream counts, that has sent Session Initiate to a listener.
+ */
+async function foreignInitiator(streams: { OS: number; MIS: number }): Promise<{
+  assoc: PkgAssociation;
+  accepted: Promise<LlpConnection>;
+}> {
+  const tr = sctp();
+  const listener = await tr.listen({ host: '127.0.0.1', port: 0 });
+  cleanup.push(() => listener.close());
+  const accepted = firstValueFrom(listener.connections$);
+  let path: PeerPath | undefined;
+  const peer = { host: '127.0.0.1', port: listener.address.port as number };
+  const wire = await openUdpWire({
+    host: '127.0.0.1',
+    port: 0,
+    recvBufferSize: 1 << 20,
+    connectTo: peer,
+    onPacket: (p) => path?.socket.receive(p),
+    onError: () => {},
+  });
+  cleanup.push(() => wire.close());
+  path = new PeerPath(
+    (p, cb) => wire.send(p, peer, cb),
+    peer,
+    { localPort: wire.localPort, streams: Math.max(streams.OS, streams.MIS), aRwnd: 100_000 },
+    { refused() {}, packageError() {}, violation() {} },
+  );
+  const live = path;
+  cleanup.push(() => live.destroy());
+  const assoc = live.endpoint.ASSOCIATE({ remotePort: peer.port, ...streams });
+  await new Promise<void>((r) => assoc.once('COMMUNICATION UP', () => r()));
+  assoc.SEND(
+    encodeSessionControl(SessionFunction.Initiate),
+    { stream_id: 0, ppid: PPID_DDP_STREAM_SESSION_CONTROL },
+    () => {},
+  );
+  return { assoc, accepted };
 }
 
 describe('DDP over SCTP (RFC 5043)', () => {
@@ -291,41 +332,9 @@ describe('DDP over SCTP (RFC 5043)', () => {
   });
 
   it('RFC 4960 §6.5: DATA on a stream the connection does not have gets an Invalid Stream Identifier ERROR and is dropped', async () => {
-    const tr = sctp();
-    const listener = await tr.listen({ host: '127.0.0.1', port: 0 });
-    cleanup.push(() => listener.close());
-    const accepted = firstValueFrom(listener.connections$);
-    let path: PeerPath | undefined;
-    const peer = { host: '127.0.0.1', port: listener.address.port as number };
-    const wire = await openUdpWire({
-      host: '127.0.0.1',
-      port: 0,
-      recvBufferSize: 1 << 20,
-      connectTo: peer,
-      onPacket: (p) => path?.socket.receive(p),
-      onError: () => {},
-    });
-    cleanup.push(() => wire.close());
-    path = new PeerPath(
-      (p, cb) => wire.send(p, peer, cb),
-      peer,
-      { localPort: wire.localPort, streams: 2, aRwnd: 100_000 },
-      {
-        refused() {},
-        packageError() {},
-      },
-    );
-    const live = path;
-    cleanup.push(() => live.destroy());
-    const assoc = live.endpoint.ASSOCIATE({ remotePort: peer.port, OS: 2, MIS: 2 });
-    await new Promise<void>((r) => assoc.once('COMMUNICATION UP', () => r()));
+    const { assoc, accepted } = await foreignInitiator({ OS: 2, MIS: 2 });
     const causes: { cause?: string; stream_id?: number }[] = [];
     assoc.on('COMMUNICATION ERROR', (c: typeof causes) => causes.push(...c));
-    assoc.SEND(
-      encodeSessionControl(SessionFunction.Initiate),
-      { stream_id: 0, ppid: PPID_DDP_STREAM_SESSION_CONTROL },
-      () => {},
-    );
     const b = (await accepted) as SctpConnection;
     cleanup.push(() => b.abort());
     expect(b.streams.length).toBe(2);
@@ -337,6 +346,34 @@ describe('DDP over SCTP (RFC 5043)', () => {
     expect(causes[0]).toMatchObject({ cause: 'INVALID_STREAM_IDENTIFIER', stream_id: 2 });
     expect(got[0]?.toString()).toBe('fine');
     expect(b.stats.invalidStreamId).toBe(1);
+  });
+
+  it('RFC 4960 §5.1.1, RFC 5043 §4: a peer that sends on fewer streams than it receives on gets that many DDP Streams', async () => {
+    // The peer's INIT: OS 3, MIS 8. The package alone would settle on min(256, 8) = 8 streams this way.
+    const { assoc, accepted } = await foreignInitiator({ OS: 3, MIS: 8 });
+    const b = (await accepted) as SctpConnection;
+    cleanup.push(() => b.abort());
+    expect(b.sctpAssociation.OS).toBe(8);
+    expect(b.streams.length).toBe(3);
+    const got = collect(b.streams[2] as LlpStream);
+    assoc.SEND(Buffer.from('on the last'), { stream_id: 2, ppid: PPID_DDP_SEGMENT }, () => {});
+    await until(() => got.length === 1, 'a segment on stream 2');
+  });
+
+  it('RFC 5043 (rfc5043.ts UNORDERED_DATA_ACCEPTED): an unordered DATA chunk is a protocol violation: ABORT, nothing delivered', async () => {
+    const { assoc, accepted } = await foreignInitiator({ OS: 2, MIS: 2 });
+    const b = (await accepted) as SctpConnection;
+    cleanup.push(() => b.abort());
+    const got = collect(b.streams[0] as LlpStream);
+    const closed = firstValueFrom(b.closed$);
+    const lost = new Promise<string | undefined>((r) => assoc.once('COMMUNICATION LOST', (event?: string) => r(event)));
+    assoc.SEND(Buffer.from('unordered'), { stream_id: 0, ppid: PPID_DDP_SEGMENT, unordered: true }, () => {});
+    const e = await closed;
+    expect(e.graceful).toBe(false);
+    expect(isLlpError(e.error, 'ERR_LLP_PROTOCOL')).toBe(true);
+    expect(String(e.error?.message)).toMatch(/unordered/);
+    expect(await lost).toBe('abort'); // the peer got an ABORT
+    expect(got).toEqual([]);
   });
 
   it('RFC 5043 §5.2: a user message with another PPID is a protocol violation: ABORT', async () => {

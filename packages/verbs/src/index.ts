@@ -1,1 +1,13 @@
-export {};
+/**
+ * @rddp/verbs — an RDMA verbs API in TypeScript idiom, after libibverbs: a device with protection
+ * domains, memory regions (Uint8Array + access flags → STag), queue pairs over RDMAP (RFC 5040) with a
+ * send queue (RDMA Write, RDMA Read, the four Sends, local invalidation) and a receive queue, and
+ * completion queues as RxJS observables of work completions.
+ */
+export { Access, type AccessFlags, type DdpProfile } from '@rddp/ddp';
+export { CompletionQueue } from './cq.js';
+export * from './errors.js';
+export { Mr } from './mr.js';
+export { Device, type DeviceOptions, ProtectionDomain } from './pd.js';
+export { type ConvenienceOptions, type QpConnectOptions, type QpInit, type QpState, QueuePair } from './qp.js';
+export * from './types.js';

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { registerBench } from './commands/bench.js';
 import { registerDemo } from './commands/demo.js';
+import { registerPerf } from './commands/perf.js';
+import { registerRping } from './commands/rping.js';
 
 /** The `rddp` command line. Each command lives in ./commands/<name>.ts. */
 export function buildProgram(): Command {
@@ -16,5 +18,7 @@ export function buildProgram(): Command {
     .configureOutput({ outputError: (s, write) => write(s) });
   registerDemo(program);
   registerBench(program);
+  registerRping(program);
+  registerPerf(program);
   return program;
 }

@@ -1,99 +1,99 @@
-import type { LlpConnection, LlpStream, Ulpdu } from '@rddp/llp';
-import { loopback } from '@rddp/llp-loopback';
-import type { Command } from 'commander';
-
-export interface EchoResult {
-  readonly size: number;
-  readonly count: number;
-  readonly octets: number;
-  readonly ms: number;
-  readonly verified: boolean;
-}
-
-/** Copies a received ULPDU's chunks into one new buffer (the echo server keeps the bytes past the call). */
-function gather(u: Ulpdu): Uint8Array {
-  const out = new Uint8Array(u.length);
-  let off = 0;
-  for (const c of u.chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
-}
-
-function pattern(size: number, seed: number): Uint8Array {
-  const b = new Uint8Array(size);
-  for (let i = 0; i < size; i++) b[i] = (i * 131 + seed) & 0xff;
-  return b;
-}
-
-function sendAll(stream: LlpStream, ulpdus: Uint8Array[]): Promise<void> {
-  return (async () => {
-    for (const u of ulpdus) if (!stream.send([u])) await stream.waitForDrain();
-  })();
-}
-
 /**
- * Echo ULPDUs through the in-process loopback LLP: a server echoes each ULPDU back, the client checks
- * every octet and exact lengths (RFC 5041 §3: the LLP keeps ULPDU boundaries).
+ * `rddp demo` — the main job: a server and a client on 127.0.0.1 over MPA/TCP (CRC on), rping with
+ * validation, then a short RDMA Write bandwidth sweep printed as perftest's table. No setup.
  */
-export async function runLoopbackEcho(sizes: readonly number[], count: number): Promise<EchoResult[]> {
-  const transport = loopback();
-  const listener = await transport.listen({ host: 'demo', port: 0 });
-  const sub = listener.connections$.subscribe((conn: LlpConnection) => {
-    const s = conn.streams[0] as LlpStream;
-    s.setReceiver((u) => {
-      s.send([gather(u)]);
-    });
+import type { LlpConnection } from '@rddp/llp';
+import type { Command } from 'commander';
+import { firstValueFrom } from 'rxjs';
+import { perfClient, perfServe } from '../perf/engine.js';
+import { bwHeader, RULE } from '../perf/format.js';
+import { type ToolTransport, toolTransport } from '../transports.js';
+import { resultLine } from './perf.js';
+import { rpingClient, rpingServe } from './rping.js';
+
+async function pair(tt: ToolTransport): Promise<[LlpConnection, LlpConnection]> {
+  const listener = await tt.transport.listen({ host: '127.0.0.1', port: 0 }, { params: tt.listenParams });
+  const accepted = firstValueFrom(listener.connections$);
+  const client = await tt.transport.connect(listener.address, {
+    params: tt.connectParams,
+    signal: AbortSignal.timeout(15_000),
   });
-  const conn = await transport.connect(listener.address);
-  const stream = conn.streams[0] as LlpStream;
-  const results: EchoResult[] = [];
-  try {
-    for (const size of sizes) {
-      const ulpdus = Array.from({ length: count }, (_, i) => pattern(size, i));
-      let received = 0;
-      let verified = true;
-      const t0 = performance.now();
-      await new Promise<void>((resolve, reject) => {
-        stream.setReceiver((u) => {
-          const want = ulpdus[received] as Uint8Array;
-          const got = gather(u);
-          if (got.length !== want.length || !got.every((v, i) => v === want[i])) verified = false;
-          if (++received === count) resolve();
-        });
-        sendAll(stream, ulpdus).catch(reject);
-      });
-      results.push({ size, count, octets: size * count, ms: performance.now() - t0, verified });
-    }
-  } finally {
-    sub.unsubscribe();
-    await conn.close();
-    await listener.close();
-  }
-  return results;
+  const server = await accepted;
+  await listener.close();
+  return [client, server];
+}
+
+export interface DemoOptions {
+  pings: number;
+  maxSize: number;
+  quick?: boolean;
+}
+
+export async function runDemo(o: DemoOptions, print: (s: string) => void): Promise<boolean> {
+  const tt = toolTransport({ transport: 'tcp', mpaRev: '2', crc: true });
+  print('rddp demo: iWARP (RDMAP / DDP / MPA with CRC32c, MPA revision 2) over TCP on 127.0.0.1');
+  print('');
+  // 1. rping with validation: RDMA Read of the client's buffer, RDMA Write back, Sends in between.
+  const [c1, s1] = await pair(tt);
+  print(`rping: ${o.pings} pings of 4096 octets, validated (negotiated: ${JSON.stringify(c1.setup.negotiated)})`);
+  const served = rpingServe(s1, tt, { size: 64, verbose: false }, { log: () => {}, debug: () => {} });
+  served.catch(() => {});
+  const t0 = performance.now();
+  await rpingClient(
+    c1,
+    tt,
+    { count: o.pings, size: 4096, verbose: false, validate: true },
+    { log: print, debug: () => {} },
+  );
+  const pings = await served;
+  const ms = performance.now() - t0;
+  print(
+    `rping: ${pings} pings OK in ${ms.toFixed(0)} ms (${((ms * 1000) / pings).toFixed(0)} us per ping: Send, Read, Send, Send, Write, Send)`,
+  );
+  print('');
+  // 2. A write_bw sweep, as ib_write_bw -a would print it.
+  const sizes: number[] = [];
+  for (let s = 64; s <= o.maxSize; s *= 4) sizes.push(s);
+  const [c2, s2] = await pair(tt);
+  print(RULE);
+  print('                    RDMA_Write BW Test (rddp, MPA/TCP, CRC on)');
+  print(RULE);
+  print(bwHeader());
+  const serving = perfServe(s2, tt.profileOf(s2), () => {});
+  serving.catch(() => {});
+  let ok = true;
+  const results = await perfClient(
+    c2,
+    tt.profileOf(c2),
+    { test: 'write_bw', sizes, iters: o.quick ? 300 : 2000, txDepth: 64, verify: true },
+    (r) => {
+      ok &&= r.verified;
+      print(resultLine(r));
+    },
+  );
+  await serving;
+  print(RULE);
+  print(
+    results.every((r) => r.verified)
+      ? 'every size verified: the server region read back over RDMA Read matched what was written'
+      : 'VERIFY FAILED',
+  );
+  return ok;
 }
 
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('run the main demo: ULPDU echo over the loopback LLP, verified octet by octet')
-    .option('-n, --iters <n>', 'ULPDUs per size', (v) => Number.parseInt(v, 10), 200)
-    .addHelpText('after', '\nExample:\n  $ tools/rddp demo\n  $ tools/rddp demo -n 1000')
-    .action(async (opts: { iters: number }) => {
-      const sizes = [0, 1, 64, 1024, 4096, 16384, 65_000];
-      process.stdout.write('rddp demo: ULPDU echo over the loopback LLP\n');
-      process.stdout.write(`${'#bytes'.padStart(8)} ${'#ulpdus'.padStart(8)} ${'MB/sec'.padStart(10)}  verified\n`);
-      const results = await runLoopbackEcho(sizes, opts.iters);
-      for (const r of results) {
-        const mbps = r.octets / 1e6 / (r.ms / 1e3);
-        process.stdout.write(
-          `${String(r.size).padStart(8)} ${String(r.count).padStart(8)} ${mbps.toFixed(2).padStart(10)}  ${r.verified ? 'yes' : 'NO'}\n`,
-        );
-      }
-      if (!results.every((r) => r.verified)) {
-        process.stderr.write('rddp demo: echoed data did not match\n');
-        process.exitCode = 1;
-      }
+    .description('the main demo: rping with validation and an RDMA Write bandwidth sweep over MPA/TCP on 127.0.0.1')
+    .option('-C, --pings <n>', 'rping count', '200')
+    .option('--max-size <octets>', 'largest write_bw size', String(4 << 20))
+    .option('--quick', 'fewer iterations')
+    .addHelpText('after', '\nExample:\n  $ tools/rddp demo\n  $ tools/rddp demo --quick')
+    .action(async (raw: { pings: string; maxSize: string; quick?: boolean }) => {
+      const ok = await runDemo(
+        { pings: Number(raw.pings), maxSize: Number(raw.maxSize), ...(raw.quick ? { quick: true } : {}) },
+        (s) => console.log(s),
+      );
+      if (!ok) process.exitCode = 1;
     });
 }

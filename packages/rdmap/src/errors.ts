@@ -1,0 +1,122 @@
+/**
+ * RDMAP's typed errors: one class per condition, each with a stable `code`. Caller errors are thrown at
+ * the call; stream errors complete operations in error and are surfaced (RFC 5040 §7.1).
+ */
+import { describeTerminate, type TerminateErrorName } from './terminate-codes.js';
+
+export abstract class RdmapError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The stream is not in a state that accepts the call (e.g. posting after a Terminate). */
+export class RdmapStateError extends RdmapError {
+  readonly code = 'ERR_RDMAP_STATE';
+  constructor(
+    readonly state: string,
+    action: string,
+  ) {
+    super(`cannot ${action}: the RDMAP stream is ${state}`);
+  }
+}
+
+/** An argument outside what the wire format can carry (STag, TO, sizes) or a malformed request. */
+export class RdmapInvalidArgumentError extends RdmapError {
+  readonly code = 'ERR_RDMAP_INVALID_ARGUMENT';
+}
+
+/** An RDMA Read beyond the outbound RDMA Read Request limit negotiated for this stream (RFC 5040 §6.1). */
+export class OrdExceededError extends RdmapError {
+  readonly code = 'ERR_RDMAP_ORD_EXCEEDED';
+  constructor(readonly ord: number) {
+    super(
+      ord === 0
+        ? 'RDMA Read not allowed: the outbound RDMA Read Request limit (ORD) of this stream is 0 (RFC 5040 §6.1)'
+        : `RDMA Read would exceed the outbound RDMA Read Request limit (ORD) of ${ord} (RFC 5040 §6.1)`,
+    );
+  }
+}
+
+/** A message longer than RDMAP/DDP can describe (2^32-1 octets: RDMA Read Message Size, DDP MO). */
+export class RdmapMessageTooLongError extends RdmapError {
+  readonly code = 'ERR_RDMAP_MESSAGE_TOO_LONG';
+  constructor(
+    readonly length: number,
+    readonly max: number,
+  ) {
+    super(`message of ${length} octets exceeds the maximum of ${max} octets`);
+  }
+}
+
+/**
+ * The operation was completed in error because the stream was terminated (RFC 5040 §5.4, §6.2.1): by a
+ * Terminate this side sent or the peer sent.
+ */
+export class TerminatedError extends RdmapError {
+  readonly code = 'ERR_RDMAP_TERMINATED';
+  constructor(
+    readonly direction: 'sent' | 'received',
+    readonly terminate: TerminateErrorName,
+  ) {
+    super(
+      `RDMAP stream terminated (${direction === 'sent' ? 'Terminate sent' : 'Terminate received'}: ${describeTerminate(terminate)})`,
+    );
+  }
+}
+
+/** The operation never reached the peer: the stream ended first (RFC 5040 §5.4: Completed in error). */
+export class FlushedError extends RdmapError {
+  readonly code = 'ERR_RDMAP_FLUSHED';
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(`operation flushed: ${reason}`, options);
+  }
+}
+
+/** A local buffer named by the operation was no longer valid when RDMAP built the message (§7.1 case 1). */
+export class LocalProtectionError extends RdmapError {
+  readonly code = 'ERR_RDMAP_LOCAL_PROTECTION';
+}
+
+/** The LLP failed under the stream (LLP Abortive Termination, RFC 5040 §6.2). */
+export class LlpFailedError extends RdmapError {
+  readonly code = 'ERR_RDMAP_LLP_FAILED';
+}
+
+/** The caller's AbortSignal fired. */
+export class RdmapAbortError extends RdmapError {
+  readonly code = 'ERR_RDMAP_ABORTED';
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A received Terminate could not be decoded (RFC 5040 §5.4: "an error is surfaced"). */
+export class InvalidTerminateError extends RdmapError {
+  readonly code = 'ERR_RDMAP_INVALID_TERMINATE';
+}
+
+/** Why a Terminate Header's octets could not be decoded (RFC 5040 §4.8). */
+export class TerminateFormatError extends RdmapError {
+  readonly code = 'ERR_RDMAP_TERMINATE_FORMAT';
+}
+
+export type RdmapErrorCode =
+  | RdmapStateError['code']
+  | RdmapInvalidArgumentError['code']
+  | OrdExceededError['code']
+  | RdmapMessageTooLongError['code']
+  | TerminatedError['code']
+  | FlushedError['code']
+  | LocalProtectionError['code']
+  | LlpFailedError['code']
+  | RdmapAbortError['code']
+  | InvalidTerminateError['code']
+  | TerminateFormatError['code'];
+
+/** Whether `x` is an RDMAP error (with `code`, when given). Match on `code`, never on message text. */
+export function isRdmapError(x: unknown, code?: RdmapErrorCode): x is RdmapError {
+  return x instanceof RdmapError && (code === undefined || x.code === code);
+}

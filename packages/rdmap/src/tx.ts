@@ -1,0 +1,355 @@
+/**
+ * RDMAP transmit path (RFC 5040 §5, §5.5): the send queue handed to DDP strictly in submission order
+ * (rule 13), the Read fence and ORD hold-backs, Read Responses to inbound Read Requests in the order the
+ * Requests were Delivered (rule 20), and completions reported in submission order (rule 15) once DDP has
+ * sent the message (rule 14) or, for a Read, once its Response is Delivered (rule 19).
+ */
+import type { DdpStreamApi, MemoryRegion } from '@rddp/ddp';
+import { FlushedError, LocalProtectionError, RdmapAbortError, type RdmapError } from './errors.js';
+import { encodeControl, encodeReadRequest, encodeUntaggedRsvdUlp } from './header.js';
+import { RdmapOpcode, RdmapQueue, type RdmapVersion } from './opcode.js';
+import { checkReadSource, type OutstandingReads } from './read.js';
+import type { PendingResponse } from './rx.js';
+import type { StreamStateMachine } from './state.js';
+import type { CompletionStatus, RdmapWorkRequest, SendCompletion } from './types.js';
+
+/** One send-queue request and what became of it. */
+export interface SqEntry {
+  readonly wr: RdmapWorkRequest;
+  readonly byteLength: number;
+  submitted: boolean;
+  aborted: boolean;
+  /** Queue and MSN of an untagged message once handed to DDP (to match a received Terminate, §4.8). */
+  qn: number | undefined;
+  msn: number | undefined;
+  result: { status: CompletionStatus; error?: RdmapError } | undefined;
+  detachAbort: (() => void) | undefined;
+}
+
+/** What the transmit path needs from its stream. */
+export interface TxHost {
+  readonly ddp: DdpStreamApi;
+  readonly rv: RdmapVersion;
+  readonly pdId: number;
+  readonly state: StreamStateMachine;
+  readonly reads: OutstandingReads<SqEntry>;
+  lookup(stag: number): MemoryRegion | undefined;
+  invalidate(stag: number): boolean;
+  /** Whether transmission is held (RFC 5040 §6.1: the responder waits for the initiator's first message). */
+  readonly held: boolean;
+  /** A local buffer was invalid when its message was built (§7.1 case 1). */
+  onLocalBufferError(error: LocalProtectionError): void;
+  /** A Read Response's Data Source failed its checks when the Response was built (§7.1 case 3). */
+  onResponseSourceError(p: PendingResponse, code: number): void;
+  /** DDP could not send (the LLP failed under it). */
+  onSendFailure(error: unknown): void;
+  /** The Response to `p` was handed to DDP entirely: its Read Request buffer may be posted again. */
+  onResponseSent(p: PendingResponse): void;
+  /** A Response finished sending: a graceful close may be able to go on. */
+  maybeIdle(): void;
+  emitCompletion(c: SendCompletion): void;
+}
+
+/** Runs a DDP send; a synchronous throw becomes a rejected promise so every failure takes one path. */
+function guard<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return send();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+const MSN_MODULO = 0x1_0000_0000;
+
+export class Transmitter {
+  /** Posted, not handed to DDP yet (in order). */
+  private readonly pending: SqEntry[] = [];
+  /** Handed to DDP (or skipped), not reported yet (in order). */
+  private readonly inflight: SqEntry[] = [];
+  /** Accepted inbound Read Requests whose Response is not handed to DDP yet (in Delivery order). */
+  private readonly responses: PendingResponse[] = [];
+  /** Read Responses handed to DDP and not yet sent in full. */
+  private responsesSending = 0;
+  /** The MSN DDP gives the next message on QN 0 and QN 1 (RFC 5041 §5.1.2: from 1, in call order). */
+  private readonly nextMsn = [1, 1];
+  private pumping = false;
+  private completing = false;
+
+  constructor(private readonly host: TxHost) {}
+
+  /** Requests posted and not yet completed. */
+  get outstanding(): number {
+    return this.pending.length + this.inflight.length;
+  }
+  /** Reads posted and not completed (for an ORD check at post time). */
+  get readsOutstanding(): number {
+    let n = 0;
+    for (const e of this.pending) if (e.wr.op.type === 'read' && !e.aborted) n++;
+    for (const e of this.inflight) if (e.wr.op.type === 'read' && e.result === undefined) n++;
+    return n;
+  }
+  /** Nothing posted is unfinished and every accepted Read Request has been answered. */
+  get idle(): boolean {
+    return this.outstanding === 0 && this.responses.length === 0 && this.responsesSending === 0;
+  }
+
+  post(wr: RdmapWorkRequest, byteLength: number): void {
+    const e: SqEntry = {
+      wr,
+      byteLength,
+      submitted: false,
+      aborted: false,
+      qn: undefined,
+      msn: undefined,
+      result: undefined,
+      detachAbort: undefined,
+    };
+    const signal = wr.signal;
+    if (signal) {
+      if (signal.aborted) e.aborted = true;
+      else {
+        const onAbort = () => {
+          if (e.submitted || e.aborted) return;
+          e.aborted = true;
+          this.pump();
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        e.detachAbort = () => signal.removeEventListener('abort', onAbort);
+      }
+    }
+    this.pending.push(e);
+    this.pump();
+  }
+
+  /** Queues the Response to an accepted Read Request (§5.5 rules 17, 20). */
+  respond(p: PendingResponse): void {
+    this.responses.push(p);
+    this.pump();
+  }
+
+  /** Hands everything that may go to DDP, in order, until something must wait. */
+  pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      const h = this.host;
+      while (h.state.transmitting && !h.held) {
+        // Read Responses are independent of the send queue (rule 2); the peer's Reads wait on them.
+        const p = this.responses.shift();
+        if (p !== undefined) {
+          this.sendResponse(p);
+          continue;
+        }
+        const e = this.pending[0];
+        if (e === undefined) break;
+        if (e.aborted) {
+          this.pending.shift();
+          this.finishEarly(e, 'aborted', new RdmapAbortError('withdrawn by its AbortSignal before it was sent'));
+          continue;
+        }
+        if (e.wr.fence && h.reads.count > 0) break; // Read fence (§5.5 rule 12, Appendix B footnote 2)
+        if (e.wr.op.type === 'read' && !h.reads.canIssue()) break; // ORD (§6.1)
+        this.pending.shift();
+        this.submit(e);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    this.complete();
+  }
+
+  private finishEarly(e: SqEntry, status: CompletionStatus, error: RdmapError): void {
+    e.detachAbort?.();
+    e.result = { status, error };
+    this.inflight.push(e);
+  }
+
+  private takeMsn(qn: 0 | 1): number {
+    const msn = this.nextMsn[qn] as number;
+    this.nextMsn[qn] = (msn + 1) % MSN_MODULO;
+    return msn;
+  }
+
+  private submit(e: SqEntry): void {
+    const h = this.host;
+    e.detachAbort?.();
+    e.submitted = true;
+    // RFC 5040 §7.1 case 1: the message is built now; its local buffers must still be valid.
+    for (const stag of e.wr.localStags ?? []) {
+      const r = h.lookup(stag);
+      if (r === undefined || !r.valid || r.pdId !== h.pdId) {
+        const err = new LocalProtectionError(
+          `local STag 0x${(stag >>> 0).toString(16).padStart(8, '0')} is no longer valid in this protection domain (RFC 5040 §7.1)`,
+        );
+        e.result = { status: 'local-protection-error', error: err };
+        this.inflight.push(e);
+        h.onLocalBufferError(err);
+        return;
+      }
+    }
+    const op = e.wr.op;
+    this.inflight.push(e);
+    const fail = (err: unknown) => h.onSendFailure(err);
+    switch (op.type) {
+      case 'write': {
+        const ctrl = encodeControl(h.rv, RdmapOpcode.RdmaWrite);
+        guard(() => h.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl)).then(() => this.sent(e), fail);
+        return;
+      }
+      case 'send': {
+        const opcode =
+          op.invalidateStag !== undefined
+            ? op.solicited
+              ? RdmapOpcode.SendWithSolicitedEventAndInvalidate
+              : RdmapOpcode.SendWithInvalidate
+            : op.solicited
+              ? RdmapOpcode.SendWithSolicitedEvent
+              : RdmapOpcode.Send;
+        const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode), op.invalidateStag ?? 0);
+        e.qn = RdmapQueue.Send;
+        e.msn = this.takeMsn(RdmapQueue.Send);
+        guard(() => h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd)).then((msn) => {
+          e.msn = msn;
+          this.sent(e);
+        }, fail);
+        return;
+      }
+      case 'read': {
+        h.reads.add({
+          token: e,
+          sinkStag: op.sinkStag,
+          sinkTo: op.sinkTo,
+          size: op.size,
+          srcStag: op.srcStag,
+          srcTo: op.srcTo,
+        });
+        const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, RdmapOpcode.RdmaReadRequest));
+        e.qn = RdmapQueue.ReadRequest;
+        e.msn = this.takeMsn(RdmapQueue.ReadRequest);
+        guard(() => h.ddp.sendUntagged(RdmapQueue.ReadRequest, [encodeReadRequest(op)], rsvd)).then((msn) => {
+          e.msn = msn;
+        }, fail);
+        return; // completes when its Read Response is Delivered (§5.5 rule 19)
+      }
+      case 'local-invalidate': {
+        const r = h.lookup(op.stag);
+        if (r === undefined || r.pdId !== h.pdId || !h.invalidate(op.stag))
+          e.result = {
+            status: 'local-protection-error',
+            error: new LocalProtectionError(
+              `cannot invalidate STag 0x${(op.stag >>> 0).toString(16).padStart(8, '0')}: not registered in this protection domain`,
+            ),
+          };
+        else e.result = { status: 'success' };
+        return;
+      }
+    }
+  }
+
+  /** The RDMA Read Response (§5.2.2): the Data Source is checked again as it is read (§7.1 case 3). */
+  private sendResponse(p: PendingResponse): void {
+    const h = this.host;
+    const rr = p.rr;
+    const ctrl = encodeControl(h.rv, RdmapOpcode.RdmaReadResponse);
+    let payload: Uint8Array[] = [];
+    if (rr.size > 0) {
+      const region = h.lookup(rr.srcStag);
+      const bad = checkReadSource(rr, region, h.pdId);
+      if (bad !== undefined || region === undefined) {
+        h.onResponseSourceError(p, bad?.code ?? 0);
+        return;
+      }
+      const off = Number(rr.srcTo - region.baseTo);
+      payload = [region.buffer.subarray(off, off + rr.size)];
+    }
+    this.responsesSending++;
+    const sending = guard(() => h.ddp.sendTagged(rr.sinkStag, rr.sinkTo, payload, ctrl));
+    // §5.2.2 / RFC 5041 §5.1.2: the Request's IRD buffer is posted again once the whole Response is handed
+    // to DDP — before its last segment can reach the requester, whose next Request (its ORD slot freed by
+    // that segment) must find a buffer — but after the receive batch in progress, so Requests that arrived
+    // together beyond IRD still find none (as Linux siw, whose receive path runs before its transmit path).
+    queueMicrotask(() => h.onResponseSent(p));
+    sending.then(
+      () => {
+        this.responsesSending--;
+        h.maybeIdle();
+      },
+      (err) => {
+        this.responsesSending--;
+        h.onSendFailure(err);
+      },
+    );
+  }
+
+  /** DDP sent a Write or Send in full (§5.5 rule 14). */
+  private sent(e: SqEntry): void {
+    if (e.result !== undefined) return;
+    e.result = { status: 'success' };
+    this.complete();
+  }
+
+  /** The Read Response of `e` was Delivered (§5.5 rule 19). */
+  readCompleted(e: SqEntry): void {
+    if (e.result === undefined) e.result = { status: 'success' };
+    this.complete(); // reported before anything it held back is built (its outcome is certain)
+    this.pump(); // a fence or ORD may have been waiting on it
+  }
+
+  /** Reports finished requests from the head, in submission order (§5.5 rule 15). */
+  complete(): void {
+    if (this.completing) return;
+    this.completing = true;
+    try {
+      while (this.inflight.length > 0) {
+        const head = this.inflight[0] as SqEntry;
+        if (head.result === undefined) break;
+        this.inflight.shift();
+        this.host.emitCompletion({
+          kind: 'send',
+          request: head.wr,
+          status: head.result.status,
+          byteLength: head.result.status === 'success' ? head.byteLength : 0,
+          ...(head.result.error ? { error: head.result.error } : {}),
+        });
+      }
+    } finally {
+      this.completing = false;
+    }
+  }
+
+  /** The submitted, unfinished request that sent the untagged message `qn`/`msn`, if any. */
+  findUntagged(qn: number, msn: number): SqEntry | undefined {
+    return this.inflight.find((e) => e.result === undefined && e.qn === qn && e.msn === msn);
+  }
+
+  /**
+   * Ends everything (RFC 5040 §5.4, §6.2.1): requests handed to DDP and not reported complete with
+   * `submittedError` (the `culprit` with its own status), requests never handed to DDP are flushed,
+   * pending Read Responses are dropped. Completions stay in submission order.
+   */
+  flushAll(
+    submittedError: RdmapError,
+    culprit?: { entry: SqEntry; status: CompletionStatus; error: RdmapError },
+  ): void {
+    for (const e of this.inflight) {
+      // Sent but not reported yet (behind an unfinished Read): outstanding too, so Completed in error (§6.2.1).
+      if (e.result !== undefined && e.result.status !== 'success') continue;
+      e.result =
+        culprit && e === culprit.entry
+          ? { status: culprit.status, error: culprit.error }
+          : { status: 'flushed', error: submittedError };
+    }
+    for (const e of this.pending.splice(0)) {
+      e.detachAbort?.();
+      e.result = e.aborted
+        ? { status: 'aborted', error: new RdmapAbortError('withdrawn by its AbortSignal before it was sent') }
+        : {
+            status: 'flushed',
+            error: new FlushedError('the stream left RTS before it was sent', { cause: submittedError }),
+          };
+      this.inflight.push(e);
+    }
+    this.responses.length = 0;
+    this.complete();
+  }
+}

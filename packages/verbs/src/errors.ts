@@ -1,0 +1,94 @@
+/**
+ * Errors the verbs API throws at its caller: one class per condition, each with a stable `code`
+ * (ERR_VERBS_*). Errors that happen on the wire are not thrown: they arrive as work completions.
+ */
+import type { WorkCompletion } from './types.js';
+
+export abstract class VerbsError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The queue pair is not in a state that allows the call (e.g. posting a send before it is connected, or after an error). */
+export class QpStateError extends VerbsError {
+  readonly code = 'ERR_VERBS_QP_STATE';
+  constructor(
+    readonly state: string,
+    action: string,
+  ) {
+    super(`cannot ${action}: the queue pair is in state '${state}'`);
+  }
+}
+
+/** A scatter/gather element names a memory region that is deregistered, invalidated, or of another protection domain. */
+export class InvalidMrError extends VerbsError {
+  readonly code = 'ERR_VERBS_INVALID_MR';
+}
+
+/** A memory region lacks the access right the operation needs (e.g. Local Write for a receive buffer). */
+export class AccessError extends VerbsError {
+  readonly code = 'ERR_VERBS_ACCESS';
+}
+
+/** A scatter/gather element's offset or length falls outside its memory region. */
+export class SgeRangeError extends VerbsError {
+  readonly code = 'ERR_VERBS_SGE_RANGE';
+}
+
+/** A message longer than the queue pair allows (at most 2^32-1 octets: RFC 5040 §4.4, RFC 5041 MO). */
+export class MessageTooLongError extends VerbsError {
+  readonly code = 'ERR_VERBS_MESSAGE_TOO_LONG';
+  constructor(
+    readonly length: number,
+    readonly max: number,
+  ) {
+    super(`message of ${length} octets exceeds the maximum of ${max} octets`);
+  }
+}
+
+/** The send or receive queue holds as many outstanding work requests as it was created for. */
+export class QueueFullError extends VerbsError {
+  readonly code = 'ERR_VERBS_QUEUE_FULL';
+}
+
+/** A malformed work request: unknown opcode, STag or TO out of range, wrong number of elements. */
+export class InvalidWorkRequestError extends VerbsError {
+  readonly code = 'ERR_VERBS_INVALID_WR';
+}
+
+/** A resource is still in use (a protection domain with memory regions or queue pairs). */
+export class ResourceBusyError extends VerbsError {
+  readonly code = 'ERR_VERBS_BUSY';
+}
+
+/** A promise-returning operation completed with a status other than success; the completion is attached. */
+export class WorkCompletionError extends VerbsError {
+  readonly code = 'ERR_VERBS_WORK_COMPLETION';
+  constructor(readonly completion: WorkCompletion) {
+    super(
+      `${completion.opcode} work request ${String(completion.wrId)} completed with status '${completion.status}'${
+        completion.error ? `: ${completion.error.message}` : ''
+      }`,
+      { cause: completion.error },
+    );
+  }
+}
+
+export type VerbsErrorCode =
+  | QpStateError['code']
+  | InvalidMrError['code']
+  | AccessError['code']
+  | SgeRangeError['code']
+  | MessageTooLongError['code']
+  | QueueFullError['code']
+  | InvalidWorkRequestError['code']
+  | ResourceBusyError['code']
+  | WorkCompletionError['code'];
+
+/** Whether `x` is a verbs error (with `code`, when given). Match on `code`, never on message text. */
+export function isVerbsError(x: unknown, code?: VerbsErrorCode): x is VerbsError {
+  return x instanceof VerbsError && (code === undefined || x.code === code);
+}

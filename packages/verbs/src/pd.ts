@@ -1,0 +1,99 @@
+/** The device (an STag table and counters) and its protection domains (ibv_context, ibv_pd). */
+import { type AccessFlags, StagTable } from '@rddp/ddp';
+import { CompletionQueue } from './cq.js';
+import { InvalidWorkRequestError, ResourceBusyError } from './errors.js';
+import { Mr } from './mr.js';
+import { type QpInit, QueuePair } from './qp.js';
+
+export interface DeviceOptions {
+  /** Most memory regions registered at once (default 2^20). */
+  readonly maxRegions?: number;
+}
+
+/**
+ * One RDMA device: the STag table its memory regions live in (RFC 5041 §5.1.1) and the protection
+ * domains, completion queues and queue pairs made on it. Two peers in one process use two devices.
+ */
+export class Device {
+  readonly stags: StagTable;
+  private nextPd = 1;
+  private nextQp = 1;
+
+  constructor(options: DeviceOptions = {}) {
+    this.stags = new StagTable(options.maxRegions);
+  }
+
+  /** A new protection domain: its memory regions serve only its queue pairs (RFC 5040 §8.1.1). */
+  allocPd(): ProtectionDomain {
+    return new ProtectionDomain(this, this.nextPd++);
+  }
+
+  createCq(): CompletionQueue {
+    return new CompletionQueue();
+  }
+
+  /** @internal */
+  allocQpNum(): number {
+    return this.nextQp++;
+  }
+}
+
+/** A protection domain (ibv_pd). */
+export class ProtectionDomain {
+  private readonly mrs = new Set<Mr>();
+  private readonly qps = new Set<QueuePair>();
+  private deallocated = false;
+
+  /** @internal Made by `Device.allocPd`. */
+  constructor(
+    readonly device: Device,
+    readonly id: number,
+  ) {}
+
+  /** Memory regions registered and not deregistered. */
+  get regions(): number {
+    return this.mrs.size;
+  }
+
+  /**
+   * Registers `buffer` with `access` rights (`Access.LocalWrite | Access.RemoteRead | ...`) and returns
+   * the region with its new STag. `baseTo` makes it address-based (the TO of `buffer[0]`); default 0.
+   */
+  registerMr(buffer: Uint8Array, access: AccessFlags, options: { baseTo?: bigint } = {}): Mr {
+    this.assertUsable();
+    if (!(buffer instanceof Uint8Array)) throw new InvalidWorkRequestError('a memory region must be a Uint8Array');
+    if (!Number.isInteger(access) || access < 0 || access > 0xf)
+      throw new InvalidWorkRequestError(`access ${access} is not a combination of Access flags`);
+    const region = this.device.stags.register({
+      pdId: this.id,
+      buffer,
+      access,
+      ...(options.baseTo !== undefined ? { baseTo: options.baseTo } : {}),
+    });
+    const mr = new Mr(this, region, this.device.stags, (m) => this.mrs.delete(m));
+    this.mrs.add(mr);
+    return mr;
+  }
+
+  /** A new queue pair in this protection domain, in state `init`; `connect` it to an LLP stream. */
+  createQp(init: QpInit): QueuePair {
+    this.assertUsable();
+    const qp = new QueuePair(this, this.device.allocQpNum(), init, (q) => this.qps.delete(q));
+    this.qps.add(qp);
+    return qp;
+  }
+
+  /** Frees the protection domain; refused while memory regions or open queue pairs remain. */
+  dealloc(): void {
+    if (this.deallocated) return;
+    if (this.mrs.size > 0)
+      throw new ResourceBusyError(`protection domain ${this.id} still has ${this.mrs.size} memory region(s)`);
+    if (this.qps.size > 0)
+      throw new ResourceBusyError(`protection domain ${this.id} still has ${this.qps.size} queue pair(s)`);
+    this.deallocated = true;
+  }
+
+  private assertUsable(): void {
+    if (this.deallocated) throw new ResourceBusyError(`protection domain ${this.id} was deallocated`);
+  }
+}

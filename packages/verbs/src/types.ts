@@ -1,0 +1,94 @@
+/** Work requests and work completions, shaped after libibverbs (ibv_send_wr, ibv_recv_wr, ibv_wc). */
+import type { CompletionStatus } from '@rddp/rdmap';
+import type { Mr } from './mr.js';
+
+/** The caller's id for a work request, echoed in its completion (ibv wr_id). */
+export type WrId = string | number | bigint | symbol | object;
+
+/** A scatter/gather element: `length` octets of a registered region from `offset` (defaults: all of it). */
+export interface Sge {
+  readonly mr: Mr;
+  readonly offset?: number;
+  readonly length?: number;
+}
+
+/** Where an RDMA Write lands or an RDMA Read reads from: the peer's STag and Tagged Offset (RFC 5040 §5.1, §5.2). */
+export interface RemoteBuffer {
+  readonly stag: number;
+  readonly to: bigint;
+}
+
+interface SendWrBase {
+  readonly wrId?: WrId;
+  /** Report a completion on success too (errors always complete). Default: the queue pair's `sqSigAll`. */
+  readonly signaled?: boolean;
+  /** Read fence: wait until every earlier RDMA Read has completed (RFC 5040 §5.5, Appendix B footnote 2). */
+  readonly fence?: boolean;
+  /** Withdraws the request if it fires before the request is handed to the wire (completes as `aborted`). */
+  readonly signal?: AbortSignal;
+}
+
+/** RDMA Write (RFC 5040 §5.1): the gather list is written to the remote buffer as one message. */
+export interface RdmaWriteWr extends SendWrBase {
+  readonly opcode: 'rdma-write';
+  readonly sgList: readonly Sge[];
+  readonly remote: RemoteBuffer;
+}
+
+/** RDMA Read (RFC 5040 §5.2): `sgList[0]` (exactly one element, Local Write access) receives the data. */
+export interface RdmaReadWr extends SendWrBase {
+  readonly opcode: 'rdma-read';
+  readonly sgList: readonly [Sge];
+  readonly remote: RemoteBuffer;
+}
+
+/** Send and Send with Solicited Event (RFC 5040 §5.3). */
+export interface SendWr extends SendWrBase {
+  readonly opcode: 'send';
+  readonly sgList: readonly Sge[];
+  /** Send with Solicited Event. */
+  readonly solicited?: boolean;
+}
+
+/** Send with Invalidate and Send with SE and Invalidate (RFC 5040 §5.3): the peer invalidates `invalidateStag`. */
+export interface SendWithInvalidateWr extends SendWrBase {
+  readonly opcode: 'send-with-invalidate';
+  readonly sgList: readonly Sge[];
+  readonly invalidateStag: number;
+  readonly solicited?: boolean;
+}
+
+/** Local invalidation of one of this side's STags, in order with the rest of the send queue. */
+export interface LocalInvalidateWr extends SendWrBase {
+  readonly opcode: 'local-invalidate';
+  readonly invalidateStag: number;
+}
+
+export type SendWorkRequest = RdmaWriteWr | RdmaReadWr | SendWr | SendWithInvalidateWr | LocalInvalidateWr;
+
+/** A receive buffer for an incoming Send (RFC 5040 §5.3): one element, Local Write access. */
+export interface RecvWorkRequest {
+  readonly wrId?: WrId;
+  readonly sgList: readonly [Sge];
+}
+
+export type WcOpcode = 'rdma-write' | 'rdma-read' | 'send' | 'local-invalidate' | 'recv';
+
+/** Success, or why not (the RDMAP completion status: flushed, remote access error, ...). */
+export type WcStatus = CompletionStatus;
+
+/** One completed work request (ibv_wc). */
+export interface WorkCompletion {
+  readonly wrId: WrId | undefined;
+  readonly status: WcStatus;
+  readonly opcode: WcOpcode;
+  /** Octets moved: the Write or Send length, the Read size, or how much of the receive buffer a Send filled. */
+  readonly byteLen: number;
+  readonly qpNum: number;
+  /** For receives of a Send with Invalidate: the STag the peer invalidated here (RFC 5040 §5.3). */
+  readonly invalidatedStag?: number;
+  /** For receives: the Send asked for a Solicited Event (RFC 5040 §5.3). */
+  readonly solicited: boolean;
+  /** What went wrong, for statuses other than success. */
+  readonly error?: Error;
+}

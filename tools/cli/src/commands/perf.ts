@@ -1,0 +1,167 @@
+/**
+ * `rddp perf` — perftest's tests and habits (ib_write_bw, ib_read_lat, ...): server when no address is
+ * given, client when the server's address is the positional argument, `--loopback` for both in one process.
+ */
+import type { LlpConnection } from '@rddp/llp';
+import { SingleBar } from 'cli-progress';
+import { type Command, Option } from 'commander';
+import { firstValueFrom } from 'rxjs';
+import { PERF_TESTS, type PerfParams, type PerfResult, type PerfTest, perfClient, perfServe } from '../perf/engine.js';
+import { allSizes, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
+import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
+
+export interface PerfOptions {
+  port: string;
+  size: string;
+  iters: string;
+  all?: boolean;
+  duration?: string;
+  transport: string;
+  mpaRev?: string;
+  crc?: boolean;
+  markers?: boolean;
+  txDepth: string;
+  json?: boolean;
+  verify: boolean;
+  loopback?: boolean;
+}
+
+function int(flag: string, v: string, min: number, max: number): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} must be an integer in ${min}..${max} (got ${v})`);
+  return n;
+}
+
+export function perfParams(test: string, o: PerfOptions): PerfParams {
+  if (!(PERF_TESTS as readonly string[]).includes(test))
+    throw new UsageError(`unknown test '${test}' (one of: ${PERF_TESTS.join(', ')})`);
+  const size = int('-s', o.size, 1, 1 << 30);
+  return {
+    test: test as PerfTest,
+    sizes: o.all ? allSizes() : [size],
+    iters: int('-n', o.iters, 1, 1e9),
+    ...(o.duration !== undefined ? { durationS: int('-D', o.duration, 1, 3600) } : {}),
+    txDepth: int('--tx-depth', o.txDepth, 1, 4096),
+    verify: o.verify,
+  };
+}
+
+export function printHeader(p: PerfParams, tt: string, print: (s: string) => void): void {
+  print(RULE);
+  print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
+  print(` Transport: ${tt}    TX depth: ${p.txDepth}    Verify: ${p.verify ? 'on' : 'off'}`);
+  print(RULE);
+  print(p.test.endsWith('_bw') ? bwHeader() : latHeader());
+}
+
+export function resultLine(r: PerfResult): string {
+  const line = r.kind === 'bw' ? bwLine(r.row) : latLine(r.row);
+  return r.verified ? line : `${line}   (VERIFY FAILED)`;
+}
+
+async function connectPair(tt: ToolTransport, port: number): Promise<[LlpConnection, LlpConnection]> {
+  const listener = await tt.transport.listen({ host: '127.0.0.1', port }, { params: tt.listenParams });
+  const accepted = firstValueFrom(listener.connections$);
+  const client = await tt.transport.connect(listener.address, {
+    params: tt.connectParams,
+    signal: AbortSignal.timeout(15_000),
+  });
+  const server = await accepted;
+  await listener.close();
+  return [client, server];
+}
+
+/** Runs one perf test with both ends in this process; returns the client's results. */
+export async function perfLoopback(test: string, o: PerfOptions, print: (s: string) => void): Promise<PerfResult[]> {
+  const p = perfParams(test, o);
+  const tt = toolTransport(o);
+  const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0);
+  if (!o.json) printHeader(p, o.transport, print);
+  const served = perfServe(server, tt.profileOf(server), () => {});
+  served.catch(() => {}); // awaited below; a server failure also fails the client's run
+  const results = await perfClient(client, tt.profileOf(client), p, (r) =>
+    print(o.json ? JSON.stringify(r) : resultLine(r)),
+  );
+  await served;
+  if (!o.json) print(RULE);
+  return results;
+}
+
+export function registerPerf(program: Command): void {
+  program
+    .command('perf')
+    .description('perftest-style measurements: server without an address, client with the server address')
+    .argument('<test>', `one of ${PERF_TESTS.join(', ')}`)
+    .argument('[server]', 'server address (client mode); omit to run the server')
+    .option('-p, --port <port>', 'port', '18515')
+    .option('-s, --size <octets>', 'message size', '65536')
+    .option('-n, --iters <n>', 'iterations per size', '1000')
+    .option('-a, --all', 'all sizes from 2 octets to 8 MiB, doubling')
+    .option('-D, --duration <seconds>', 'run each size for this many seconds instead of -n iterations')
+    .addOption(new Option('--transport <name>', 'LLP to run on').choices([...TRANSPORT_NAMES]).default('tcp'))
+    .option('--mpa-rev <rev>', 'MPA revision 0, 1 or 2')
+    .option('--crc', 'ask for MPA CRCs (default)')
+    .option('--no-crc', 'do not ask for MPA CRCs')
+    .option('--markers', 'ask for MPA Markers towards this end')
+    .option('-t, --tx-depth <n>', 'operations outstanding at once (bandwidth tests)', '64')
+    .option('--outstanding <n>', 'alias of --tx-depth')
+    .option('--json', 'one JSON object per size instead of the table')
+    .option('--no-verify', 'skip the end-of-size data check')
+    .option('--loopback', 'run server and client in this process')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc',
+    )
+    .action(async (test: string, server: string | undefined, raw: PerfOptions & { outstanding?: string }) => {
+      const o: PerfOptions = { ...raw, ...(raw.outstanding ? { txDepth: raw.outstanding } : {}) };
+      const print = (s: string) => console.log(s);
+      if (o.loopback) {
+        await perfLoopback(test, o, print);
+        return;
+      }
+      const tt = toolTransport(o);
+      const port = int('-p', o.port, 0, 65535);
+      if (server === undefined) {
+        perfParams(test, o); // flag errors show on the server too
+        const listener = await tt.transport.listen({ host: '0.0.0.0', port }, { params: tt.listenParams });
+        console.error(`rddp perf: ${test} server listening on port ${listener.address.port} (${o.transport})`);
+        const conn = await firstValueFrom(listener.connections$);
+        await listener.close();
+        const results = await perfServe(conn, tt.profileOf(conn), (s) => console.error(`rddp perf: ${s}`));
+        if (!o.json && results.length) {
+          printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, o.transport, print);
+          for (const r of results) print(resultLine(r));
+          print(RULE);
+        } else for (const r of results) print(JSON.stringify(r));
+        return;
+      }
+      const p = perfParams(test, o);
+      const conn = await tt.transport.connect(
+        { host: server, port },
+        { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
+      );
+      if (!o.json) printHeader(p, o.transport, print);
+      const bar =
+        process.stderr.isTTY && !o.json && p.sizes.length > 1
+          ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
+          : undefined;
+      bar?.start(p.sizes.length, 0);
+      const results = await perfClient(
+        conn,
+        tt.profileOf(conn),
+        p,
+        (r) => {
+          if (bar) process.stderr.write('\r\x1b[K');
+          print(o.json ? JSON.stringify(r) : resultLine(r));
+        },
+        (d) => bar?.update(d),
+      );
+      bar?.stop();
+      if (!o.json) print(RULE);
+      if (results.some((r) => !r.verified)) {
+        process.exitCode = 1;
+        console.error('rddp perf: data verification failed');
+      }
+    });
+}

@@ -1,0 +1,345 @@
+/**
+ * perftest-style tests over rddp (ib_write_bw, ib_read_lat, ...). Both ends speak a small control
+ * protocol of Sends carrying JSON (HELLO → READY per run, RESULT at the end); the measured traffic is
+ * plain RDMA Writes, Reads and Sends. Data is verified at the end of every size unless --no-verify.
+ */
+import { Access } from '@rddp/ddp';
+import type { LlpConnection } from '@rddp/llp';
+import { filter, firstValueFrom } from 'rxjs';
+import { summarizeLatency } from '../bench/stats.js';
+import { RdmaSession } from '../rping/session.js';
+import type { BwRow, LatRow } from './format.js';
+import { mbPerSec } from './format.js';
+
+export const PERF_TESTS = ['write_bw', 'read_bw', 'send_bw', 'write_lat', 'read_lat', 'send_lat'] as const;
+export type PerfTest = (typeof PERF_TESTS)[number];
+
+export interface PerfParams {
+  readonly test: PerfTest;
+  readonly sizes: readonly number[];
+  readonly iters: number;
+  /** Run each size for this many seconds instead of `iters` (perftest -D). */
+  readonly durationS?: number;
+  readonly txDepth: number;
+  readonly verify: boolean;
+}
+
+export type PerfResult =
+  | { kind: 'bw'; row: BwRow; verified: boolean }
+  | { kind: 'lat'; row: LatRow; verified: boolean };
+
+const CONTROL_SIZE = 64 * 1024;
+const SEND_CREDIT_BATCH = 16;
+
+/** Deterministic payload octets so both ends can check data without shipping it. */
+export function fillPattern(buf: Uint8Array, seed: number): void {
+  let x = (seed * 2654435761) >>> 0;
+  for (let i = 0; i < buf.length; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    buf[i] = x >>> 24;
+  }
+}
+
+class Control {
+  private readonly buffers: Uint8Array[] = [];
+  constructor(private readonly s: RdmaSession) {
+    for (let i = 0; i < 4; i++) this.repost(new Uint8Array(CONTROL_SIZE));
+  }
+  private repost(b: Uint8Array): void {
+    this.buffers.push(b);
+    this.s.postReceive(b);
+  }
+  async send(msg: object): Promise<void> {
+    await this.s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(msg))] });
+  }
+  async recv<T>(): Promise<T> {
+    const c = await this.s.recv();
+    const b = c.buffer;
+    const msg = JSON.parse(new TextDecoder().decode(b.subarray(0, c.byteLength))) as T;
+    this.repost(b);
+    return msg;
+  }
+}
+
+interface Hello {
+  type: 'hello';
+  params: PerfParams;
+  /** Client's own region (latency tests: the server writes back into it). */
+  addr: string;
+  rkey: number;
+}
+interface Ready {
+  type: 'ready';
+  addr: string;
+  rkey: number;
+}
+
+function maxSize(p: PerfParams): number {
+  return Math.max(...p.sizes, 1);
+}
+
+/** Server side: answers one client's run, returns its results (sent back by the client). */
+export async function perfServe(
+  conn: LlpConnection,
+  profile: 'ietf' | 'rdmac',
+  log: (s: string) => void,
+): Promise<PerfResult[]> {
+  const s = new RdmaSession(conn, { profile });
+  // One buffer for HELLO; what follows depends on the test.
+  s.postReceive(new Uint8Array(CONTROL_SIZE));
+  const first = await s.recv();
+  const hello = JSON.parse(new TextDecoder().decode(first.buffer.subarray(0, first.byteLength))) as Hello;
+  const p = hello.params;
+  const isSend = p.test === 'send_bw' || p.test === 'send_lat';
+  const ctl = isSend ? undefined : new Control(s);
+  const buf = new Uint8Array(maxSize(p));
+  const region = s.register(buf, Access.RemoteWrite | Access.RemoteRead | Access.LocalRead | Access.LocalWrite);
+  if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(buf, 1);
+  // send_bw / send_lat: receive buffers on the Send queue, replenished as they complete.
+  const recvs: Uint8Array[] = [];
+  if (isSend)
+    for (let i = 0; i < SEND_CREDIT_BATCH * 2; i++) recvs.push(new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
+  let stop = false;
+  if (p.test === 'write_lat') {
+    // Ping-pong by memory: a complete Write into our region is answered with a Write of the same size back.
+    s.rdmap.ddp.placement$.pipe(filter((e) => e.last)).subscribe((e) => {
+      if (stop) return;
+      const n = Number(e.to - region.addr) + e.length;
+      void s
+        .post({ type: 'write', sinkStag: hello.rkey, sinkTo: BigInt(hello.addr), payload: [buf.subarray(0, n)] })
+        .catch(() => {});
+    });
+  }
+  if (isSend) for (const r of recvs) s.postReceive(r); // before READY: the client starts sending on it
+  const ready: Ready = { type: 'ready', addr: region.addr.toString(), rkey: region.stag };
+  await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(ready))] });
+  if (isSend) {
+    // Measured Sends and the final RESULT share QN 0: everything is received in arrival order.
+    let mismatches = 0;
+    let sinceCredit = 0;
+    for (;;) {
+      const c = await s.recv();
+      if (isResult(c.buffer, c.byteLength)) {
+        const text = new TextDecoder().decode(c.buffer.subarray(0, c.byteLength));
+        stop = true;
+        if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
+        const results = (JSON.parse(text) as { results: PerfResult[] }).results;
+        await s.close().catch(() => {});
+        return results;
+      }
+      if (!samplesMatch(c.buffer, c.byteLength)) mismatches++;
+      s.postReceive(c.buffer);
+      if (p.test === 'send_lat') await s.post({ type: 'send', payload: [c.buffer.subarray(0, c.byteLength)] });
+      else if (++sinceCredit === SEND_CREDIT_BATCH) {
+        sinceCredit = 0;
+        await s.post({ type: 'send', payload: [new Uint8Array(0)] }); // a credit: SEND_CREDIT_BATCH more buffers posted
+      }
+    }
+  }
+  const done = await (ctl as Control).recv<{ type: 'result'; results: PerfResult[] }>();
+  stop = true;
+  log(`run finished: ${done.results.length} sizes`);
+  await s.close().catch(() => {});
+  return done.results;
+}
+
+/** Client side: runs every size and returns one result per size. */
+export async function perfClient(
+  conn: LlpConnection,
+  profile: 'ietf' | 'rdmac',
+  p: PerfParams,
+  onResult: (r: PerfResult) => void,
+  onProgress?: (done: number, total: number) => void,
+): Promise<PerfResult[]> {
+  const s = new RdmaSession(conn, { profile });
+  const isSend = p.test === 'send_bw' || p.test === 'send_lat';
+  const ctl = isSend ? undefined : new Control(s);
+  const local = new Uint8Array(maxSize(p));
+  const region = s.register(local, Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
+  const hello: Hello = { type: 'hello', params: p, addr: region.addr.toString(), rkey: region.stag };
+  let remote: { addr: bigint; rkey: number };
+  if (ctl) {
+    await ctl.send(hello);
+    const r = await ctl.recv<Ready>();
+    remote = { addr: BigInt(r.addr), rkey: r.rkey };
+  } else {
+    // Send tests: our receives carry the credits / echoes; the first one carries READY.
+    const rb = Array.from({ length: SEND_CREDIT_BATCH }, () => new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
+    for (const b of rb) s.postReceive(b);
+    await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(hello))] });
+    const c = await s.recv();
+    const r = JSON.parse(new TextDecoder().decode(c.buffer.subarray(0, c.byteLength))) as Ready;
+    s.postReceive(c.buffer);
+    remote = { addr: BigInt(r.addr), rkey: r.rkey };
+  }
+  const results: PerfResult[] = [];
+  // send_bw flow control: the server posted this many buffers and announces each batch it reposts.
+  let credits = SEND_CREDIT_BATCH * 2;
+  const until = (start: number, i: number) =>
+    p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
+  for (const [k, size] of p.sizes.entries()) {
+    fillPattern(local.subarray(0, size), size);
+    const payload = local.subarray(0, size);
+    let result: PerfResult;
+    if (p.test.endsWith('_bw')) {
+      const t0 = performance.now();
+      let issued = 0;
+      let completed = 0;
+      let peak = 0;
+      let windowStart = t0;
+      let windowDone = 0;
+      const window = Math.max(p.txDepth, 16);
+      const inflight = new Set<Promise<unknown>>();
+      const onDone = () => {
+        completed++;
+        windowDone++;
+        if (windowDone === window) {
+          const now = performance.now();
+          peak = Math.max(peak, mbPerSec(window * size, now - windowStart));
+          windowStart = now;
+          windowDone = 0;
+        }
+      };
+      while (until(t0, issued)) {
+        if (p.test === 'send_bw') {
+          while (credits === 0) {
+            await s.recv().then((c) => s.postReceive(c.buffer));
+            credits += SEND_CREDIT_BATCH;
+          }
+          credits--;
+        }
+        const op =
+          p.test === 'write_bw'
+            ? s.post({ type: 'write', sinkStag: remote.rkey, sinkTo: remote.addr, payload: [payload] })
+            : p.test === 'read_bw'
+              ? s.post({
+                  type: 'read',
+                  sinkStag: region.stag,
+                  sinkTo: region.addr,
+                  size,
+                  srcStag: remote.rkey,
+                  srcTo: remote.addr,
+                })
+              : s.post({ type: 'send', payload: [payload] });
+        issued++;
+        const tracked = op.then(onDone);
+        inflight.add(tracked);
+        void tracked.finally(() => inflight.delete(tracked));
+        if (inflight.size >= p.txDepth) await Promise.race(inflight);
+      }
+      await Promise.all(inflight);
+      const ms = performance.now() - t0;
+      const avg = mbPerSec(completed * size, ms);
+      const verified = p.verify ? await verify(s, p.test, size, local, region, remote) : true;
+      result = {
+        kind: 'bw',
+        verified,
+        row: {
+          bytes: size,
+          iterations: completed,
+          peakMBps: Math.max(peak, avg),
+          avgMBps: avg,
+          msgRateMpps: completed / (ms * 1000),
+        },
+      };
+    } else {
+      const samples: number[] = [];
+      const t0 = performance.now();
+      for (let i = 0; until(t0, i); i++) {
+        const ts = performance.now();
+        if (p.test === 'read_lat') {
+          await s.post({
+            type: 'read',
+            sinkStag: region.stag,
+            sinkTo: region.addr,
+            size,
+            srcStag: remote.rkey,
+            srcTo: remote.addr,
+          });
+        } else if (p.test === 'write_lat') {
+          const back = firstValueFrom(s.rdmap.ddp.placement$.pipe(filter((e) => e.last)));
+          await s.post({ type: 'write', sinkStag: remote.rkey, sinkTo: remote.addr, payload: [payload] });
+          await back;
+        } else {
+          const echo = s.recv();
+          await s.post({ type: 'send', payload: [payload] });
+          const c = await echo;
+          s.postReceive(c.buffer);
+        }
+        samples.push(((performance.now() - ts) * 1000) / (p.test === 'read_lat' ? 1 : 2));
+      }
+      const verified = p.verify ? await verify(s, p.test, size, local, region, remote) : true;
+      result = {
+        kind: 'lat',
+        verified,
+        row: { bytes: size, iterations: samples.length, lat: summarizeLatency(samples) },
+      };
+    }
+    results.push(result);
+    onResult(result);
+    onProgress?.(k + 1, p.sizes.length);
+  }
+  const msg = { type: 'result', results };
+  if (ctl) await ctl.send(msg);
+  else await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(msg))] });
+  await s.close().catch(() => {});
+  return results;
+}
+
+const RESULT_PREFIX = new TextEncoder().encode('{"type":"result"');
+function isResult(b: Uint8Array, n: number): boolean {
+  return n >= RESULT_PREFIX.length && Buffer.compare(b.subarray(0, RESULT_PREFIX.length), RESULT_PREFIX) === 0;
+}
+
+/** The first and last 64 octets of a received Send against the pattern of its size (a cheap check per message). */
+function samplesMatch(b: Uint8Array, n: number): boolean {
+  const all = patternCache(n);
+  const k = Math.min(64, n);
+  return (
+    Buffer.compare(b.subarray(0, k), all.subarray(0, k)) === 0 &&
+    Buffer.compare(b.subarray(n - k, n), all.subarray(n - k, n)) === 0
+  );
+}
+
+const patterns = new Map<number, Uint8Array>();
+function patternCache(n: number): Uint8Array {
+  let p = patterns.get(n);
+  if (!p) {
+    p = new Uint8Array(n);
+    fillPattern(p, n);
+    patterns.set(n, p);
+  }
+  return p;
+}
+
+/** Reads back / compares what the size's run moved. */
+async function verify(
+  s: RdmaSession,
+  test: PerfTest,
+  size: number,
+  local: Uint8Array,
+  region: { stag: number; addr: bigint },
+  remote: { addr: bigint; rkey: number },
+): Promise<boolean> {
+  const expected = new Uint8Array(size);
+  if (test === 'read_bw' || test === 'read_lat') {
+    fillPattern(expected, 1);
+    return Buffer.compare(local.subarray(0, size), expected) === 0;
+  }
+  fillPattern(expected, size);
+  if (test === 'write_bw' || test === 'write_lat') {
+    // Read the server's region back over the wire and compare with what was written.
+    local.fill(0, 0, size);
+    await s.post({
+      type: 'read',
+      sinkStag: region.stag,
+      sinkTo: region.addr,
+      size,
+      srcStag: remote.rkey,
+      srcTo: remote.addr,
+    });
+    return Buffer.compare(local.subarray(0, size), expected) === 0;
+  }
+  // Sends: the payload buffer is ours; the server counted them — check the payload was not disturbed.
+  return Buffer.compare(local.subarray(0, size), expected) === 0;
+}

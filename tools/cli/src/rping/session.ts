@@ -1,0 +1,85 @@
+/** Promise-shaped access to one RDMAP stream's completions, for tools that run a protocol step by step. */
+import { Access, StagTable } from '@rddp/ddp';
+import type { LlpConnection, LlpStream } from '@rddp/llp';
+import { type RdmapOperation, RdmapStream, type ReceiveCompletion, type SendCompletion } from '@rddp/rdmap';
+
+export { Access };
+
+/** Page-aligned, address-like base TOs, so advertised addresses look like rping's (virtual addresses). */
+let nextBase = 0x7f00_0000_0000n;
+
+export class RdmaSession {
+  readonly stags = new StagTable();
+  readonly rdmap: RdmapStream;
+  private readonly received: ReceiveCompletion[] = [];
+  private waiters: { resolve(c: ReceiveCompletion): void; reject(e: Error): void }[] = [];
+  private ended: Error | undefined;
+
+  constructor(
+    readonly connection: LlpConnection,
+    options: { profile: 'ietf' | 'rdmac'; ird?: number; ord?: number; debug?: (s: string) => void },
+  ) {
+    const debug = options.debug;
+    this.rdmap = new RdmapStream(connection.streams[0] as LlpStream, {
+      profile: options.profile,
+      pdId: 1,
+      stags: this.stags,
+      role: connection.role,
+      llpCapabilities: connection.capabilities,
+      ...(options.ird !== undefined ? { ird: options.ird } : {}),
+      ...(options.ord !== undefined ? { ord: options.ord } : {}),
+    });
+    this.rdmap.completions$.subscribe((c) => {
+      if (c.kind !== 'receive') return;
+      const w = this.waiters.shift();
+      if (w) w.resolve(c);
+      else this.received.push(c);
+    });
+    this.rdmap.terminate$.subscribe((t) => debug?.(`Terminate ${t.direction}: ${t.description}`));
+    this.rdmap.closed$.subscribe((ev) => {
+      this.ended = ev.error ?? new Error('the connection closed');
+      for (const w of this.waiters.splice(0)) w.reject(this.ended);
+    });
+  }
+
+  /** Registers `buffer` at an address-like TO with exactly `access`. */
+  register(buffer: Uint8Array, access: number): { stag: number; addr: bigint } {
+    const addr = nextBase;
+    nextBase += BigInt(Math.ceil((buffer.length + 1) / 4096) * 4096);
+    const r = this.stags.register({ pdId: 1, buffer, access, baseTo: addr });
+    return { stag: r.stag, addr };
+  }
+
+  /** Posts one operation and resolves with its successful completion (rejects otherwise). */
+  post(op: RdmapOperation, localStags?: readonly number[]): Promise<SendCompletion> {
+    return new Promise((resolve, reject) => {
+      this.rdmap.postSend({
+        op,
+        ...(localStags ? { localStags } : {}),
+        onComplete: (c) =>
+          c.status === 'success'
+            ? resolve(c)
+            : reject(c.error ?? new Error(`${op.type} completed with status ${c.status}`)),
+      });
+    });
+  }
+
+  postReceive(buffer: Uint8Array): void {
+    this.rdmap.postReceive(buffer, buffer);
+  }
+
+  /** The next receive completion (a Send that arrived into a posted buffer). */
+  recv(): Promise<ReceiveCompletion> {
+    const c = this.received.shift();
+    if (c)
+      return c.status === 'success' ? Promise.resolve(c) : Promise.reject(c.error ?? new Error(`receive ${c.status}`));
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise<ReceiveCompletion>((resolve, reject) => this.waiters.push({ resolve, reject })).then((x) =>
+      x.status === 'success' ? x : Promise.reject(x.error ?? new Error(`receive ${x.status}`)),
+    );
+  }
+
+  close(): Promise<void> {
+    return this.rdmap.close();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The transports the tools can run on, by `--transport` name. Each entry turns the common flags into an
+ * LLP transport and says which DDP/RDMAP profile its negotiation selects.
+ */
+import type { LlpConnection, LlpParams, LlpTransport } from '@rddp/llp';
+import { loopback } from '@rddp/llp-loopback';
+import { type MpaParams, type MpaRevision, mpaTcp, type RtrType } from '@rddp/llp-mpa-tcp';
+
+export interface TransportFlags {
+  transport: string;
+  mpaRev?: string;
+  crc?: boolean;
+  markers?: boolean;
+  p2p?: string;
+  ird?: number;
+  ord?: number;
+}
+
+export interface ToolTransport {
+  readonly transport: LlpTransport;
+  /** Parameters for connect (initiator). */
+  readonly connectParams: LlpParams;
+  /** Parameters for listen (responder): what it accepts. */
+  readonly listenParams: LlpParams;
+  /** DDP/RDMAP profile of a connection: MPA Rev 0 is the RDMA Consortium profile (DV=0, RV=0). */
+  profileOf(c: LlpConnection): 'ietf' | 'rdmac';
+}
+
+export class UsageError extends Error {
+  readonly code = 'ERR_RDDP_USAGE';
+  readonly exitCode = 2;
+}
+
+/** `loopback` is the in-process LLP: both ends must run in one process (`perf --loopback`). */
+export const TRANSPORT_NAMES = ['tcp', 'loopback'] as const;
+
+export function toolTransport(f: TransportFlags): ToolTransport {
+  switch (f.transport) {
+    case 'tcp': {
+      const rev = f.mpaRev === undefined ? 1 : Number(f.mpaRev);
+      if (![0, 1, 2].includes(rev)) throw new UsageError(`--mpa-rev must be 0, 1 or 2 (got ${f.mpaRev})`);
+      let rtr: RtrType | false = false;
+      if (f.p2p !== undefined) {
+        if (!['write', 'read', 'send'].includes(f.p2p))
+          throw new UsageError(`--p2p must be write, read or send (got ${f.p2p})`);
+        if (rev !== 2) throw new UsageError('--p2p needs --mpa-rev 2 (RFC 6581 peer-to-peer mode)');
+        rtr = f.p2p as RtrType;
+      }
+      const params: MpaParams = {
+        revision: rev as MpaRevision,
+        crc: f.crc ?? true,
+        markers: f.markers ?? false,
+        ...(rtr ? { rtr } : {}),
+        ...(f.ird !== undefined ? { ird: f.ird } : {}),
+        ...(f.ord !== undefined ? { ord: f.ord } : {}),
+        ...(rev === 0 ? { ietfMode: 'permissive' as const } : {}),
+      };
+      // The responder accepts up to the revision asked for (all of them by default), and is a permissive
+      // IETF implementation (RFC 5044 Appendix C), so an RDMAC-era Rev 0 initiator is served too.
+      const listenParams: MpaParams = {
+        ...params,
+        revision: f.mpaRev === undefined ? 2 : (rev as MpaRevision),
+        rtr: rtr ? [rtr] : ['write', 'read', 'send'],
+        ietfMode: 'permissive',
+      };
+      return {
+        transport: mpaTcp({ params }),
+        connectParams: params,
+        listenParams,
+        profileOf: (c) => ((c.setup.negotiated as { rdmac?: boolean }).rdmac ? 'rdmac' : 'ietf'),
+      };
+    }
+    case 'loopback':
+      return { transport: loopback(), connectParams: {}, listenParams: {}, profileOf: () => 'ietf' };
+    default:
+      throw new UsageError(`unknown --transport '${f.transport}' (one of: ${TRANSPORT_NAMES.join(', ')})`);
+  }
+}

@@ -1,0 +1,102 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { perfLoopback, perfParams } from '../src/commands/perf.js';
+import { PERF_TESTS } from '../src/perf/engine.js';
+import { allSizes } from '../src/perf/format.js';
+
+const RDDP = path.resolve(__dirname, '../../rddp');
+const base = { port: '0', size: '4096', iters: '40', txDepth: '16', verify: true } as const;
+
+describe('rddp perf: perftest tests, both ends in one process', () => {
+  for (const transport of ['loopback', 'tcp']) {
+    for (const test of PERF_TESTS) {
+      it(`${test} over ${transport}: verified results, perftest table`, async () => {
+        const lines: string[] = [];
+        const results = await perfLoopback(test, { ...base, transport }, (s) => lines.push(s));
+        expect(results).toHaveLength(1);
+        expect(results[0]?.verified).toBe(true);
+        expect(results[0]?.row.iterations).toBe(40);
+        expect(lines.join('\n')).toContain(
+          test.endsWith('_bw') ? '#bytes     #iterations    BW peak[MB/sec]' : 't_typical[usec]',
+        );
+      }, 30_000);
+    }
+  }
+
+  it('-a sweeps 2 octets to 8 MiB doubling, as perftest does; --json prints one object per size', async () => {
+    expect(allSizes()[0]).toBe(2);
+    expect(allSizes().at(-1)).toBe(8 << 20);
+    expect(allSizes()).toHaveLength(23);
+    const lines: string[] = [];
+    const r = await perfLoopback(
+      'send_bw',
+      { ...base, transport: 'loopback', iters: '5', all: true, json: true },
+      (s) => lines.push(s),
+    );
+    expect(r).toHaveLength(23);
+    expect(r.every((x) => x.verified)).toBe(true);
+    expect(lines.map((l) => JSON.parse(l).row.bytes)).toEqual(allSizes());
+  }, 60_000);
+
+  it('RFC 5040 §5.2.2: back-to-back large Reads with tx-depth above ORD never find the responder without an IRD buffer', async () => {
+    for (const transport of ['loopback', 'tcp']) {
+      const r = await perfLoopback(
+        'read_bw',
+        { ...base, transport, size: String(1 << 20), iters: '100', txDepth: '64' },
+        () => {},
+      );
+      expect(r[0]?.verified).toBe(true);
+      expect(r[0]?.row.iterations).toBe(100);
+    }
+  }, 60_000);
+
+  it('bad flags are typed usage errors', () => {
+    expect(() => perfParams('write_bandwidth', { ...base, transport: 'tcp' })).toThrow(/unknown test/);
+    expect(() => perfParams('write_bw', { ...base, transport: 'tcp', size: '0' })).toThrow(/-s must be/);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const s = net.createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as net.AddressInfo).port;
+  s.close();
+  await once(s, 'close');
+  return port;
+}
+
+function run(args: string[]): {
+  child: ChildProcess;
+  done: Promise<{ code: number | null; out: string; err: string }>;
+} {
+  const child = spawn(RDDP, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
+}
+
+describe('rddp perf between two processes', () => {
+  it('`perf write_bw` (server) and `perf write_bw 127.0.0.1` (client) print the perftest table', async () => {
+    const port = String(await freePort());
+    const server = run(['perf', 'write_bw', '-p', port, '-n', '200']);
+    await new Promise<void>((resolve) => {
+      let seen = '';
+      server.child.stderr?.on('data', (d) => {
+        seen += d;
+        if (seen.includes('listening')) resolve();
+      });
+    });
+    const c = await run(['perf', 'write_bw', '127.0.0.1', '-p', port, '-n', '200', '-s', '65536']).done;
+    const s = await server.done;
+    expect(c.code).toBe(0);
+    expect(c.out).toMatch(/#bytes\s+#iterations\s+BW peak\[MB\/sec\]\s+BW average\[MB\/sec\]\s+MsgRate\[Mpps\]/);
+    expect(c.out).toMatch(/\n 65536\s+200\s+\d/);
+    expect(s.code).toBe(0);
+    expect(s.out).toMatch(/\n 65536\s+200\s+\d/);
+  }, 60_000);
+});

@@ -1,0 +1,107 @@
+/**
+ * Wire check of RDMAP over DDP over MPA: rping (Send, RDMA Read Request/Response, RDMA Write), perf Sends
+ * and a provoked Terminate, captured on lo and decoded by Wireshark's iWARP dissectors.
+ */
+import { Access } from '@rddp/ddp';
+import type { LlpConnection } from '@rddp/llp';
+import { firstValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import {
+  RES_NOT_ZERO,
+  REV_NOT_ONE,
+  startCapture,
+  summarize,
+  tsharkAvailable,
+  unexpected,
+} from '../../../packages/llp-mpa-tcp/test/wire.js';
+import { rpingClient, rpingServe } from '../src/commands/rping.js';
+import { RdmaSession } from '../src/rping/session.js';
+import { type ToolTransport, toolTransport } from '../src/transports.js';
+
+const available = tsharkAvailable();
+const quiet = { log: () => {}, debug: () => {} };
+
+async function pairOn(
+  tt: ToolTransport,
+): Promise<{ port: number; connect(): Promise<[LlpConnection, LlpConnection]> }> {
+  const listener = await tt.transport.listen({ host: '127.0.0.1', port: 0 }, { params: tt.listenParams });
+  const port = listener.address.port as number;
+  return {
+    port,
+    async connect() {
+      const accepted = firstValueFrom(listener.connections$);
+      const c = await tt.transport.connect(listener.address, { params: tt.connectParams });
+      const s = await accepted;
+      await listener.close();
+      return [c, s];
+    },
+  };
+}
+
+const modes: [string, Parameters<typeof toolTransport>[0], string[]][] = [
+  ['MPA rev 1 with CRC', { transport: 'tcp', mpaRev: '1', crc: true }, []],
+  ['MPA rev 2 (RFC 6581) with CRC', { transport: 'tcp', mpaRev: '2', crc: true }, [REV_NOT_ONE, RES_NOT_ZERO]],
+  ['MPA rev 1 without CRC', { transport: 'tcp', mpaRev: '1', crc: false }, []],
+];
+
+describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wireshark decodes it)', () => {
+  for (const [name, flags, allowed] of modes) {
+    it(`${name}: rping's Sends, Read Request/Response and Writes decode cleanly${flags.crc ? ', every FPDU Good CRC32' : ''}`, async () => {
+      const tt = toolTransport(flags);
+      const p = await pairOn(tt);
+      const cap = await startCapture(p.port);
+      try {
+        const [c, s] = await p.connect();
+        const served = rpingServe(s, tt, { size: 64, verbose: false }, quiet);
+        await rpingClient(c, tt, { count: 5, size: 3000, verbose: false, validate: true }, quiet);
+        expect(await served).toBe(5);
+        const w = await summarize(await cap.stop());
+        if (process.env.RDDP_WIRE_DUMP) console.log(w.text);
+        expect(w.malformed).toBe(0);
+        expect(unexpected(w.expert, allowed)).toEqual([]);
+        // Per ping: 4 Sends (2 advertisements, go-ahead, done), 1 Read Request, 1 Read Response, 1 Write.
+        const ops = (re: RegExp) => (w.text.match(re) ?? []).length;
+        expect(ops(/OpCode: Send \(0x3\)/g)).toBe(20);
+        expect(ops(/OpCode: Read Request \(0x1\)/g)).toBe(5);
+        expect(ops(/OpCode: Read Response \(0x2\)/g)).toBe(5);
+        expect(ops(/OpCode: Write \(0x0\)/g)).toBe(5);
+        expect(ops(/RDMA Read Message Size: 3000 bytes/g)).toBe(5);
+        if (flags.crc) expect(w.goodCrc).toBe(w.fpduLengths.length);
+        else expect(w.goodCrc).toBe(0);
+        expect(w.badCrc).toBe(0);
+      } finally {
+        cap.dispose();
+      }
+    }, 60_000);
+  }
+
+  it('RFC 5040 §4.8: a Terminate (DDP tagged error: Invalid STag) decodes with its layer, type and code', async () => {
+    const tt = toolTransport({ transport: 'tcp', mpaRev: '1', crc: true });
+    const p = await pairOn(tt);
+    const cap = await startCapture(p.port);
+    try {
+      const [c, s] = await p.connect();
+      const client = new RdmaSession(c, { profile: 'ietf' });
+      const server = new RdmaSession(s, { profile: 'ietf' });
+      server.register(new Uint8Array(64), Access.RemoteWrite);
+      const closed = firstValueFrom(server.rdmap.closed$);
+      await client
+        .post({ type: 'write', sinkStag: 0x00ab_cd00, sinkTo: 0n, payload: [new Uint8Array(16)] })
+        .catch(() => {});
+      await closed;
+      await firstValueFrom(client.rdmap.closed$);
+      const w = await summarize(await cap.stop());
+      expect(w.malformed).toBe(0);
+      expect(unexpected(w.expert)).toEqual([]);
+      if (process.env.RDDP_WIRE_DUMP) console.log(w.text);
+      expect((w.text.match(/OpCode: Terminate \(0x7\)/g) ?? []).length).toBe(1);
+      expect(w.text).toContain('Layer: DDP (0x1)');
+      expect(w.text).toContain('Error Types for DDP layer: Tagged Buffer Error (0x1)');
+      expect(w.text).toContain('Error Code for DDP Tagged Buffer: Invalid STag (0x00)');
+      expect(w.text).toMatch(/Terminated DDP Header: c14000abcd00/);
+      expect(w.goodCrc).toBe(w.fpduLengths.length);
+    } finally {
+      cap.dispose();
+    }
+  }, 60_000);
+});
