@@ -9,10 +9,12 @@ import {
   ConnectionAbortedError,
   type LlpError,
   type LlpLogger,
+  type LlpReceiveError,
   LlpTimeoutError,
   type SendCallback,
   StreamClosedError,
 } from '@rddp/llp';
+import { type Observable, Subject } from 'rxjs';
 import { type MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
 import { FpduReader, FpduWriter } from './fpdu.js';
 import { mulpduForEmss } from './markers.js';
@@ -82,6 +84,10 @@ export class MpaTcpStream extends BaseLlpStream {
   private localFinDone = false;
   private closeTimer: NodeJS.Timeout | undefined;
   private ended = false;
+  private readonly receiveErrors = new Subject<LlpReceiveError>();
+  private graceTimer: NodeJS.Timeout | undefined;
+  /** How long a watched receive error leaves the sending half for the ULP's Terminate (ms). */
+  static receiveErrorGraceMs = 2000;
 
   constructor(init: MpaStreamInit) {
     const n = init.negotiated;
@@ -267,9 +273,22 @@ export class MpaTcpStream extends BaseLlpStream {
 
   // ----- errors and teardown -----
 
+  /** RFC 5044 §8 errors (2: CRC, 3: Marker/ULPDU_Length): the ULP may still send its Terminate (RFC 5040 Figure 9, Layer LLP). */
+  get receiveError$(): Observable<LlpReceiveError> {
+    return this.receiveErrors.asObservable();
+  }
+
   private onFramingError(error: MpaProtocolError | MpaCrcError): void {
     this.logger.debug('mpa.fpdu.error', { connection: this.connectionId, code: error.code, message: error.message });
-    this.fail(error);
+    // The reader is dead: nothing more is delivered. With a ULP watching, keep the sending half for its
+    // Terminate, then close; unwatched (or if the ULP never closes), reset.
+    if (!this.receiveErrors.observed || this.state !== 'open') {
+      this.fail(error);
+      return;
+    }
+    this.graceTimer = setTimeout(() => this.fail(error), MpaTcpStream.receiveErrorGraceMs);
+    this.graceTimer.unref?.();
+    this.receiveErrors.next({ error, errorType: 0, errorCode: error.mpaErrorCode });
   }
 
   /** Bad input from the peer: RFC 5044 §8 — the connection is closed (here: reset), the error surfaces on closed$. */
@@ -281,6 +300,8 @@ export class MpaTcpStream extends BaseLlpStream {
   private clearTimer(): void {
     if (this.closeTimer) clearTimeout(this.closeTimer);
     this.closeTimer = undefined;
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
   }
 
   private end(event: Parameters<BaseLlpStream['finish']>[0]): void {
@@ -292,6 +313,8 @@ export class MpaTcpStream extends BaseLlpStream {
   }
 
   protected startClose(): void {
+    if (this.graceTimer) clearTimeout(this.graceTimer); // the ULP closes after a receive error: no reset
+    this.graceTimer = undefined;
     // Sends held back by §7.1.2 can never go out now.
     this.failHeld(new StreamClosedError('closed before the responder was allowed to send (RFC 5044 §7.1.2)'));
     this.closeTimer = setTimeout(() => {

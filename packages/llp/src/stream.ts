@@ -32,6 +32,20 @@ export interface LlpCloseEvent {
 export type LlpStreamState = 'open' | 'closing' | 'closed';
 
 /**
+ * A receive-side error after which the LLP delivers nothing more but can still send — MPA's CRC error or
+ * Marker/ULPDU_Length mismatch (RFC 5044 §8). The ULP may send one last message (RDMAP: a Terminate with
+ * Layer LLP, RFC 5040 §4.8 Figure 9) and then closes or aborts; if it does neither within the LLP's grace
+ * period, the LLP aborts the connection itself.
+ */
+export interface LlpReceiveError {
+  readonly error: LlpError;
+  /** The LLP's Error Type for a Terminate's Layer LLP (MPA: 0). */
+  readonly errorType: number;
+  /** The LLP's Error Code (MPA: RFC 5044 §8's code, e.g. 2 = CRC mismatch). */
+  readonly errorCode: number;
+}
+
+/**
  * One LLP stream: what one DDP Stream runs on (RFC 5041 §1.1 "Stream"). MPA/TCP has exactly one per
  * connection; SCTP maps each DDP Stream to one SCTP stream (RFC 5043).
  */
@@ -75,4 +89,9 @@ export interface LlpStream {
   abort(reason?: LlpError): void;
   /** Emits one `LlpCloseEvent`, then completes. Replays it to late subscribers. */
   readonly closed$: Observable<LlpCloseEvent>;
+  /**
+   * Optional: receive-side errors that leave the sending half usable (see `LlpReceiveError`). LLPs without
+   * such errors omit it; an LLP that has them but is not watched aborts after its grace period.
+   */
+  readonly receiveError$?: Observable<LlpReceiveError>;
 }

@@ -216,6 +216,15 @@ export class RdmapStream {
     this.ddp.delivery$.subscribe((ev) => this.rx.onDelivery(ev));
     this.ddp.error$.subscribe((ev) => this.onDdpError(ev));
     this.ddp.closed$.subscribe((ev) => this.onDdpClosed(ev));
+    // RFC 5040 §4.8 Figure 9, Layer LLP: an LLP receive error (MPA CRC, RFC 5044 §8) is answered with a
+    // Terminate carrying the LLP's Error Type and Code and no copied headers (Figure 10), then a close.
+    llp.receiveError$?.subscribe((e) =>
+      this.terminateWith(
+        { layer: TerminateLayer.Llp, errorType: e.errorType, errorCode: e.errorCode },
+        undefined,
+        new LlpFailedError(`LLP receive error: ${e.error.message}`, { cause: e.error }),
+      ),
+    );
     this.llp.start();
   }
 
