@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { registerBench } from './commands/bench.js';
 import { registerDemo } from './commands/demo.js';
+import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf.js';
 import { registerRping } from './commands/rping.js';
 
@@ -20,5 +21,6 @@ export function buildProgram(): Command {
   registerBench(program);
   registerRping(program);
   registerPerf(program);
+  registerFuzz(program);
   return program;
 }
