@@ -81,7 +81,9 @@ export class DdpStream implements DdpStreamApi {
         error: (e) => this.onError(e),
       },
     );
-    llp.closed$.subscribe((e) => this.onLlpClosed(e));
+    // Reported one macrotask later: a send whose LLP `done` already ran in this turn (the SACK and the
+    // peer's close in one packet) settles its promise chain first, and is not reported as flushed.
+    llp.closed$.subscribe((e) => setImmediate(() => this.onLlpClosed(e)));
     llp.setReceiver((u) => this.rx.receive(u));
   }
 

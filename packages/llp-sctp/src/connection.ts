@@ -488,7 +488,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.ending = true;
     this.teardown ??= 'remote';
     // RFC 4960 §9.2: after SHUTDOWN nothing new may be sent; every stream ends as the peer closed.
-    this.queue?.end(new StreamClosedError('the peer shut the association down'));
+    this.queue?.stopNew(new StreamClosedError('the peer shut the association down'));
     for (const s of this.streams) if (s.state !== 'closed') s.end({ graceful: true, initiator: 'remote' });
   }
 
@@ -500,7 +500,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.timers.clear();
     const graceful = kind === 'shutdown' || kind === 'peer-shutdown';
     const failure = error ?? new ConnectionAbortedError('the association ended');
-    this.queue?.end(graceful ? new StreamClosedError('the association was shut down') : failure);
+    this.queue?.end(graceful ? new StreamClosedError('the association was shut down') : failure, graceful);
     const initiator: 'local' | 'remote' = kind === 'abort-local' ? 'local' : 'remote';
     for (const s of this.streams) {
       if (s.state !== 'closed') s.end(graceful ? { graceful, initiator } : { graceful, initiator, error: failure });

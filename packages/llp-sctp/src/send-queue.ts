@@ -79,19 +79,35 @@ export class SendQueue {
     this.pump();
   }
 
-  /** The association is over: fail everything still pending with `error`. */
-  end(error: LlpError): void {
+  /**
+   * The association is over: fail what never reached the package with `error`. What the package sent
+   * and the peer has not acknowledged yet fails too — unless the association ended in a graceful
+   * SHUTDOWN (`delivered`), which RFC 4960 §9.2 completes only once all outstanding DATA is acknowledged.
+   */
+  end(error: LlpError, delivered = false): void {
     if (this.ended) return;
     this.ended = error;
     this.clearTimers();
-    const items = [...this.waiting, ...this.unacked.flatMap((u) => u.items)];
+    const waiting = [...this.waiting];
+    const unacked = this.unacked.flatMap((u) => u.items);
     this.waiting.length = 0;
     this.unacked.length = 0;
-    for (const it of items) {
+    for (const it of waiting) {
       it.dequeued?.(it.length);
       it.done?.(error);
     }
+    for (const it of unacked) it.done?.(delivered ? undefined : error);
     this.wakeIdle();
+  }
+
+  /** The peer started SHUTDOWN (RFC 4960 §9.2): nothing new is sent; what is in flight is still acknowledged. */
+  stopNew(error: LlpError): void {
+    const waiting = [...this.waiting];
+    this.waiting.length = 0;
+    for (const it of waiting) {
+      it.dequeued?.(it.length);
+      it.done?.(error);
+    }
   }
 
   pump(): void {

@@ -29,6 +29,10 @@ export class SctpLlpStream extends BaseLlpStream {
   private waiting: Buffer[] = [];
   private heldOctets = 0;
   private queued = 0;
+  /** Sends whose `done` has not run yet (their DATA is not acknowledged). */
+  private unacked = 0;
+  /** A graceful end that waits for `unacked` to reach 0 (RFC 5041 §6.2: what was sent before it is delivered). */
+  private pendingEnd: LlpCloseEvent | undefined;
   /** How this stream ended, once it has. */
   closeEvent: LlpCloseEvent | undefined;
 
@@ -54,12 +58,21 @@ export class SctpLlpStream extends BaseLlpStream {
       );
     }
     this.queued += length;
+    this.unacked++;
     this.host.enqueue({
       streamId: this.id,
       ppid: PPID_DDP_SEGMENT,
       data: PartsView.of(parts),
       length,
-      done,
+      done: (error) => {
+        this.unacked--;
+        done?.(error);
+        if (this.unacked === 0 && this.pendingEnd) {
+          const ev = this.pendingEnd;
+          this.pendingEnd = undefined;
+          this.finish(ev);
+        }
+      },
       dequeued: (n) => this.dequeued(n),
     });
     return this.queued < this.highWaterMark;
@@ -96,8 +109,16 @@ export class SctpLlpStream extends BaseLlpStream {
     this.host.streamEnded(this);
   }
 
-  /** Ends the stream from the connection's side. */
+  /**
+   * Ends the stream from the connection's side. A graceful end (the peer's Session Terminate, or the answer
+   * to ours) first lets this side's DATA still awaiting acknowledgement complete: the peer may answer a
+   * message before our SACK timer has acknowledged it, and those sends did arrive.
+   */
   end(event: LlpCloseEvent): void {
+    if (event.graceful && this.unacked > 0 && this.state !== 'closed') {
+      this.pendingEnd = event;
+      return;
+    }
     this.finish(event);
   }
 

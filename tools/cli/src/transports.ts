@@ -5,6 +5,7 @@
 import type { LlpConnection, LlpParams, LlpTransport } from '@rddp/llp';
 import { loopback } from '@rddp/llp-loopback';
 import { type MpaParams, type MpaRevision, mpaTcp, type RtrType } from '@rddp/llp-mpa-tcp';
+import { sctp } from '@rddp/llp-sctp';
 
 export interface TransportFlags {
   transport: string;
@@ -32,7 +33,7 @@ export class UsageError extends Error {
 }
 
 /** `loopback` is the in-process LLP: both ends must run in one process (`perf --loopback`). */
-export const TRANSPORT_NAMES = ['tcp', 'loopback'] as const;
+export const TRANSPORT_NAMES = ['tcp', 'sctp', 'loopback'] as const;
 
 export function toolTransport(f: TransportFlags): ToolTransport {
   switch (f.transport) {
@@ -70,6 +71,16 @@ export function toolTransport(f: TransportFlags): ToolTransport {
         profileOf: (c) => ((c.setup.negotiated as { rdmac?: boolean }).rdmac ? 'rdmac' : 'ietf'),
       };
     }
+    case 'sctp':
+      // RFC 5043 over the npm `sctp` package, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1).
+      if (f.mpaRev !== undefined || f.p2p !== undefined || f.markers)
+        throw new UsageError('--mpa-rev, --p2p and --markers apply to --transport tcp only');
+      return {
+        transport: sctp({ encapsulation: 'udp' }),
+        connectParams: {},
+        listenParams: {},
+        profileOf: () => 'ietf',
+      };
     case 'loopback':
       return { transport: loopback(), connectParams: {}, listenParams: {}, profileOf: () => 'ietf' };
     default:

@@ -67,6 +67,7 @@ const modes: [string, string[]][] = [
   ['MPA rev 2, peer-to-peer, Read RTR', ['--mpa-rev', '2', '--p2p', 'read']],
   ['MPA rev 2, peer-to-peer, Send RTR', ['--mpa-rev', '2', '--p2p', 'send']],
   ['MPA rev 0, RDMA Consortium profile (DDP/RDMAP version 0)', ['--mpa-rev', '0']],
+  ['SCTP (RFC 5043, UDP encapsulation)', ['--transport', 'sctp']],
 ];
 
 describe('tools/rddp rping between two processes', () => {

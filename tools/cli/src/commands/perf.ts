@@ -6,7 +6,15 @@ import type { LlpConnection } from '@rddp/llp';
 import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
-import { PERF_TESTS, type PerfParams, type PerfResult, type PerfTest, perfClient, perfServe } from '../perf/engine.js';
+import {
+  aggregate,
+  PERF_TESTS,
+  type PerfParams,
+  type PerfResult,
+  type PerfTest,
+  perfClient,
+  perfServe,
+} from '../perf/engine.js';
 import { allSizes, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
 import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
 
@@ -24,6 +32,8 @@ export interface PerfOptions {
   json?: boolean;
   verify: boolean;
   loopback?: boolean;
+  /** Queue pairs on one connection, one per LLP stream (SCTP: one per SCTP stream). */
+  streams?: string;
 }
 
 function int(flag: string, v: string, min: number, max: number): number {
@@ -60,11 +70,54 @@ export function resultLine(r: PerfResult): string {
   return r.verified ? line : `${line}   (VERIFY FAILED)`;
 }
 
-async function connectPair(tt: ToolTransport, port: number): Promise<[LlpConnection, LlpConnection]> {
+export function streamCount(o: PerfOptions, tt: ToolTransport): number {
+  const n = o.streams === undefined ? 1 : int('--streams', o.streams, 1, 65535);
+  if (n > tt.transport.capabilities.maxStreams)
+    throw new UsageError(
+      `--transport ${o.transport} carries at most ${tt.transport.capabilities.maxStreams} stream(s) per connection (try --transport sctp)`,
+    );
+  return n;
+}
+
+/** Runs the client side on every stream of `conn` at once; one aggregate result per size. */
+export async function perfClientStreams(
+  conn: LlpConnection,
+  tt: ToolTransport,
+  p: PerfParams,
+  onResult: (r: PerfResult, perStream: readonly PerfResult[]) => void,
+  onProgress?: (done: number, total: number) => void,
+): Promise<PerfResult[]> {
+  const n = conn.streams.length;
+  if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), onProgress, 0);
+  const per = await Promise.all(
+    conn.streams.map((_, i) => perfClient(conn, tt.profileOf(conn), p, () => {}, i === 0 ? onProgress : undefined, i)),
+  );
+  const out: PerfResult[] = [];
+  for (let k = 0; k < p.sizes.length; k++) {
+    const rows = per.map((r) => r[k] as PerfResult);
+    const agg = aggregate(rows);
+    out.push(agg);
+    onResult(agg, rows);
+  }
+  return out;
+}
+
+/** Serves every stream of `conn`; resolves with stream 0's results. */
+export async function perfServeStreams(
+  conn: LlpConnection,
+  tt: ToolTransport,
+  log: (s: string) => void,
+): Promise<PerfResult[]> {
+  const all = await Promise.all(conn.streams.map((_, i) => perfServe(conn, tt.profileOf(conn), log, i)));
+  return all[0] as PerfResult[];
+}
+
+async function connectPair(tt: ToolTransport, port: number, streams = 1): Promise<[LlpConnection, LlpConnection]> {
   const listener = await tt.transport.listen({ host: '127.0.0.1', port }, { params: tt.listenParams });
   const accepted = firstValueFrom(listener.connections$);
   const client = await tt.transport.connect(listener.address, {
     params: tt.connectParams,
+    streams,
     signal: AbortSignal.timeout(15_000),
   });
   const server = await accepted;
@@ -76,13 +129,12 @@ async function connectPair(tt: ToolTransport, port: number): Promise<[LlpConnect
 export async function perfLoopback(test: string, o: PerfOptions, print: (s: string) => void): Promise<PerfResult[]> {
   const p = perfParams(test, o);
   const tt = toolTransport(o);
-  const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0);
-  if (!o.json) printHeader(p, o.transport, print);
-  const served = perfServe(server, tt.profileOf(server), () => {});
+  const n = streamCount(o, tt);
+  const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
+  if (!o.json) printHeader(p, `${o.transport}${n > 1 ? `, ${n} streams (aggregate)` : ''}`, print);
+  const served = perfServeStreams(server, tt, () => {});
   served.catch(() => {}); // awaited below; a server failure also fails the client's run
-  const results = await perfClient(client, tt.profileOf(client), p, (r) =>
-    print(o.json ? JSON.stringify(r) : resultLine(r)),
-  );
+  const results = await perfClientStreams(client, tt, p, (r) => print(o.json ? JSON.stringify(r) : resultLine(r)));
   await served;
   if (!o.json) print(RULE);
   return results;
@@ -99,7 +151,11 @@ export function registerPerf(program: Command): void {
     .option('-n, --iters <n>', 'iterations per size', '1000')
     .option('-a, --all', 'all sizes from 2 octets to 8 MiB, doubling')
     .option('-D, --duration <seconds>', 'run each size for this many seconds instead of -n iterations')
-    .addOption(new Option('--transport <name>', 'LLP to run on').choices([...TRANSPORT_NAMES]).default('tcp'))
+    .addOption(
+      new Option('--transport <name>', 'LLP to run on: tcp (MPA), sctp (RFC 5043), loopback')
+        .choices([...TRANSPORT_NAMES])
+        .default('tcp'),
+    )
     .option('--mpa-rev <rev>', 'MPA revision 0, 1 or 2')
     .option('--crc', 'ask for MPA CRCs (default)')
     .option('--no-crc', 'do not ask for MPA CRCs')
@@ -109,6 +165,7 @@ export function registerPerf(program: Command): void {
     .option('--json', 'one JSON object per size instead of the table')
     .option('--no-verify', 'skip the end-of-size data check')
     .option('--loopback', 'run server and client in this process')
+    .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', '1')
     .addHelpText(
       'after',
       '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc',
@@ -128,7 +185,7 @@ export function registerPerf(program: Command): void {
         console.error(`rddp perf: ${test} server listening on port ${listener.address.port} (${o.transport})`);
         const conn = await firstValueFrom(listener.connections$);
         await listener.close();
-        const results = await perfServe(conn, tt.profileOf(conn), (s) => console.error(`rddp perf: ${s}`));
+        const results = await perfServeStreams(conn, tt, (s) => console.error(`rddp perf: ${s}`));
         if (!o.json && results.length) {
           printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, o.transport, print);
           for (const r of results) print(resultLine(r));
@@ -147,9 +204,9 @@ export function registerPerf(program: Command): void {
           ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
           : undefined;
       bar?.start(p.sizes.length, 0);
-      const results = await perfClient(
+      const results = await perfClientStreams(
         conn,
-        tt.profileOf(conn),
+        tt,
         p,
         (r) => {
           if (bar) process.stderr.write('\r\x1b[K');

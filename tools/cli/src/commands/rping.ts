@@ -105,11 +105,23 @@ export async function rpingServe(
   let pings = 0;
   s.postReceive(recvBuf);
   for (;;) {
+    try {
+      if (!(await serveOne())) return pings;
+    } catch (e) {
+      // The client may close as soon as it has our last Send; what was still in flight is flushed then.
+      if (await s.closedGracefully(1000)) return pings;
+      throw e;
+    }
+    out.debug(`ping ${pings}: done`);
+    pings++;
+  }
+
+  async function serveOne(): Promise<boolean> {
     let adv: Awaited<ReturnType<RdmaSession['recv']>>;
     try {
       adv = await s.recv();
     } catch {
-      return pings; // the client disconnected
+      return false; // the client disconnected
     }
     const src = decodeInfo(recvBuf.subarray(0, adv.byteLength));
     if (src.size > rdmaBuf.length) {
@@ -138,9 +150,9 @@ export async function rpingServe(
     s.postReceive(recvBuf);
     const wlen = Math.min(cStringLength(rdmaBuf) + 1, dst.size, rdmaBuf.length);
     await s.post({ type: 'write', sinkStag: dst.rkey, sinkTo: dst.addr, payload: [rdmaBuf.subarray(0, wlen)] });
-    await s.post({ type: 'send', payload: [sendBuf] }); // done
     out.debug(`ping ${pings}: read ${len}, wrote ${wlen} octets`);
-    pings++;
+    await s.post({ type: 'send', payload: [sendBuf] }); // done
+    return true;
   }
 }
 

@@ -83,8 +83,9 @@ export async function perfServe(
   conn: LlpConnection,
   profile: 'ietf' | 'rdmac',
   log: (s: string) => void,
+  stream = 0,
 ): Promise<PerfResult[]> {
-  const s = new RdmaSession(conn, { profile });
+  const s = new RdmaSession(conn, { profile, stream });
   // One buffer for HELLO; what follows depends on the test.
   s.postReceive(new Uint8Array(CONTROL_SIZE));
   const first = await s.recv();
@@ -150,8 +151,9 @@ export async function perfClient(
   p: PerfParams,
   onResult: (r: PerfResult) => void,
   onProgress?: (done: number, total: number) => void,
+  stream = 0,
 ): Promise<PerfResult[]> {
-  const s = new RdmaSession(conn, { profile });
+  const s = new RdmaSession(conn, { profile, stream });
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = isSend ? undefined : new Control(s);
   const local = new Uint8Array(maxSize(p));
@@ -342,4 +344,26 @@ async function verify(
   }
   // Sends: the payload buffer is ours; the server counted them — check the payload was not disturbed.
   return Buffer.compare(local.subarray(0, size), expected) === 0;
+}
+
+/** Sums per-stream results of one size into one row (bandwidth adds up; latency: the worst stream's). */
+export function aggregate(perStream: readonly PerfResult[]): PerfResult {
+  const first = perStream[0] as PerfResult;
+  const verified = perStream.every((r) => r.verified);
+  if (first.kind === 'bw') {
+    const rows = perStream.map((r) => (r as Extract<PerfResult, { kind: 'bw' }>).row);
+    return {
+      kind: 'bw',
+      verified,
+      row: {
+        bytes: first.row.bytes,
+        iterations: rows.reduce((a, r) => a + r.iterations, 0),
+        peakMBps: rows.reduce((a, r) => a + r.peakMBps, 0),
+        avgMBps: rows.reduce((a, r) => a + r.avgMBps, 0),
+        msgRateMpps: rows.reduce((a, r) => a + r.msgRateMpps, 0),
+      },
+    };
+  }
+  const worst = perStream.reduce((a, r) => ((r.row as LatRow).lat.median > (a.row as LatRow).lat.median ? r : a));
+  return { ...worst, verified };
 }

@@ -17,10 +17,12 @@ export class RdmaSession {
 
   constructor(
     readonly connection: LlpConnection,
-    options: { profile: 'ietf' | 'rdmac'; ird?: number; ord?: number; debug?: (s: string) => void },
+    options: { profile: 'ietf' | 'rdmac'; ird?: number; ord?: number; debug?: (s: string) => void; stream?: number },
   ) {
     const debug = options.debug;
-    this.rdmap = new RdmapStream(connection.streams[0] as LlpStream, {
+    const llp = connection.streams[options.stream ?? 0];
+    if (!llp) throw new Error(`the connection has no LLP stream ${options.stream}`);
+    this.rdmap = new RdmapStream(llp, {
       profile: options.profile,
       pdId: 1,
       stags: this.stags,
@@ -77,6 +79,17 @@ export class RdmaSession {
     return new Promise<ReceiveCompletion>((resolve, reject) => this.waiters.push({ resolve, reject })).then((x) =>
       x.status === 'success' ? x : Promise.reject(x.error ?? new Error(`receive ${x.status}`)),
     );
+  }
+
+  /** Whether the peer closed the connection gracefully (now or within `ms`): it left, nothing broke. */
+  closedGracefully(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), ms);
+      this.connection.closed$.subscribe((ev) => {
+        clearTimeout(t);
+        resolve(ev.graceful && ev.initiator === 'remote');
+      });
+    });
   }
 
   close(): Promise<void> {
