@@ -4,6 +4,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf.js';
 import { registerRping } from './commands/rping.js';
+import { registerSctpExperiment } from './commands/sctp-experiment.js';
 
 /** The `rddp` command line. Each command lives in ./commands/<name>.ts. */
 export function buildProgram(): Command {
@@ -22,5 +23,6 @@ export function buildProgram(): Command {
   registerRping(program);
   registerPerf(program);
   registerFuzz(program);
+  registerSctpExperiment(program);
   return program;
 }

@@ -1,6 +1,6 @@
 /** Promise-shaped access to one RDMAP stream's completions, for tools that run a protocol step by step. */
 import { Access, StagTable } from '@rddp/ddp';
-import type { LlpConnection, LlpStream } from '@rddp/llp';
+import type { LlpConnection } from '@rddp/llp';
 import { type RdmapOperation, RdmapStream, type ReceiveCompletion, type SendCompletion } from '@rddp/rdmap';
 
 export { Access };
