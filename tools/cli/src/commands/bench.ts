@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpStream } from '@rddp/llp';
 import type { MpaParams } from '@rddp/llp-mpa-tcp';
+import { runSctpBenchmark } from '@rddp/llp-sctp';
 import type { Command } from 'commander';
 import { copyLoopBandwidth, rawTcpBandwidth, rawTcpPingPong } from '../bench/baselines.js';
 import {
@@ -127,6 +128,19 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
       target: 0.5,
       note: 'baseline: Uint8Array.set copy loop',
     }),
+  );
+  // SCTP (UDP encapsulation): our LLP layer against the bare `sctp` package moving the same messages.
+  const sctpRuns: { subjectMBps: number; baselineMBps: number }[] = [];
+  for (let i = 0; i < rounds; i++)
+    sctpRuns.push(await runSctpBenchmark({ messageSize: 64 * 1024, totalBytes: Math.round(16 * MiB * scale) }));
+  add(
+    makeFigure(
+      'SCTP (UDP) 64 KiB messages through the rddp LLP',
+      'MB/s',
+      median(sctpRuns.map((r) => r.subjectMBps)),
+      median(sctpRuns.map((r) => r.baselineMBps)),
+      { target: 0.8, note: 'baseline: the bare sctp package, same messages, same run' },
+    ),
   );
   const rss = await rssGrowth(1024 * MiB * scale);
   add(
