@@ -13,6 +13,7 @@ import {
   type PerfResult,
   type PerfTest,
   perfClient,
+  perfDebug,
   perfServe,
 } from '../perf/engine.js';
 import { allSizes, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
@@ -131,6 +132,7 @@ export async function perfLoopback(test: string, o: PerfOptions, print: (s: stri
   const tt = toolTransport(o);
   const n = streamCount(o, tt);
   const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
+  perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
   if (!o.json) printHeader(p, `${o.transport}${n > 1 ? `, ${n} streams (aggregate)` : ''}`, print);
   const served = perfServeStreams(server, tt, () => {});
   served.catch(() => {}); // awaited below; a server failure also fails the client's run
@@ -166,6 +168,10 @@ export function registerPerf(program: Command): void {
     .option('--no-verify', 'skip the end-of-size data check')
     .option('--loopback', 'run server and client in this process')
     .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', '1')
+    .option(
+      '-d, --debug',
+      'protocol events on stderr: the negotiated LLP parameters (MPA revision, CRC, Markers, RTR), Terminates',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc',
@@ -173,6 +179,9 @@ export function registerPerf(program: Command): void {
     .action(async (test: string, server: string | undefined, raw: PerfOptions & { outstanding?: string }) => {
       const o: PerfOptions = { ...raw, ...(raw.outstanding ? { txDepth: raw.outstanding } : {}) };
       const print = (s: string) => console.log(s);
+      if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
+      const debugConn = (c: LlpConnection) =>
+        perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
       if (o.loopback) {
         await perfLoopback(test, o, print);
         return;
@@ -184,6 +193,7 @@ export function registerPerf(program: Command): void {
         const listener = await tt.transport.listen({ host: '0.0.0.0', port }, { params: tt.listenParams });
         console.error(`rddp perf: ${test} server listening on port ${listener.address.port} (${o.transport})`);
         const conn = await firstValueFrom(listener.connections$);
+        debugConn(conn);
         await listener.close();
         const results = await perfServeStreams(conn, tt, (s) => console.error(`rddp perf: ${s}`));
         if (!o.json && results.length) {

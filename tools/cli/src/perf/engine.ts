@@ -29,6 +29,9 @@ export type PerfResult =
   | { kind: 'lat'; row: LatRow; verified: boolean };
 
 const CONTROL_SIZE = 64 * 1024;
+
+/** Where `--debug` sends protocol events (Terminates sent or received); off by default. */
+export const perfDebug: { log: ((s: string) => void) | undefined } = { log: undefined };
 const SEND_CREDIT_BATCH = 16;
 
 /** Deterministic payload octets so both ends can check data without shipping it. */
@@ -85,7 +88,7 @@ export async function perfServe(
   log: (s: string) => void,
   stream = 0,
 ): Promise<PerfResult[]> {
-  const s = new RdmaSession(conn, { profile, stream });
+  const s = new RdmaSession(conn, { profile, stream, ...(perfDebug.log ? { debug: perfDebug.log } : {}) });
   // One buffer for HELLO; what follows depends on the test.
   s.postReceive(new Uint8Array(CONTROL_SIZE));
   const first = await s.recv();
@@ -153,7 +156,7 @@ export async function perfClient(
   onProgress?: (done: number, total: number) => void,
   stream = 0,
 ): Promise<PerfResult[]> {
-  const s = new RdmaSession(conn, { profile, stream });
+  const s = new RdmaSession(conn, { profile, stream, ...(perfDebug.log ? { debug: perfDebug.log } : {}) });
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = isSend ? undefined : new Control(s);
   const local = new Uint8Array(maxSize(p));
