@@ -31,11 +31,28 @@ export class RdmapInvalidArgumentError extends RdmapError {
 /** An RDMA Read beyond the outbound RDMA Read Request limit negotiated for this stream (RFC 5040 §6.1). */
 export class OrdExceededError extends RdmapError {
   readonly code = 'ERR_RDMAP_ORD_EXCEEDED';
-  constructor(readonly ord: number) {
+  constructor(
+    readonly ord: number,
+    /** `RDMA Read`, or `Atomic Request` (RFC 7306: atomics count against ORD with the Reads). */
+    what = 'RDMA Read',
+  ) {
     super(
       ord === 0
-        ? 'RDMA Read not allowed: the outbound RDMA Read Request limit (ORD) of this stream is 0 (RFC 5040 §6.1)'
-        : `RDMA Read would exceed the outbound RDMA Read Request limit (ORD) of ${ord} (RFC 5040 §6.1)`,
+        ? `${what} not allowed: the outbound RDMA Read Request limit (ORD) of this stream is 0 (RFC 5040 §6.1)`
+        : `${what} would exceed the outbound RDMA Read Request limit (ORD) of ${ord} (RFC 5040 §6.1)`,
+    );
+  }
+}
+
+/**
+ * An RFC 7306 operation (atomics, Immediate Data) posted on a stream that did not enable that extension:
+ * both ends must agree before either uses it (RFC 7306 §1.1).
+ */
+export class RdmapExtensionDisabledError extends RdmapError {
+  readonly code = 'ERR_RDMAP_EXTENSION_DISABLED';
+  constructor(readonly extension: 'atomics' | 'immediate') {
+    super(
+      `RFC 7306 ${extension === 'atomics' ? 'atomic operations are' : 'Immediate Data is'} not enabled on this RDMAP stream (RdmapStreamOptions.extensions.${extension})`,
     );
   }
 }
@@ -107,6 +124,7 @@ export type RdmapErrorCode =
   | RdmapStateError['code']
   | RdmapInvalidArgumentError['code']
   | OrdExceededError['code']
+  | RdmapExtensionDisabledError['code']
   | RdmapMessageTooLongError['code']
   | TerminatedError['code']
   | FlushedError['code']

@@ -94,3 +94,72 @@ export function opcodeInfo(opcode: number): OpcodeInfo | undefined {
 export function isSendOpcode(opcode: number): boolean {
   return opcodeInfo(opcode)?.qn === RdmapQueue.Send;
 }
+
+/**
+ * RDMA OpCodes RFC 7306 assigns from the range RFC 5040 reserved (RFC 7306 §4.1 table; IANA "RDMAP
+ * Message Operation Codes"). Used only on a stream that enabled the extension (`extensions` option).
+ */
+export const ExtensionOpcode = {
+  ImmediateData: 0b1000,
+  ImmediateDataWithSolicitedEvent: 0b1001,
+  AtomicRequest: 0b1010,
+  AtomicResponse: 0b1011,
+} as const;
+export type ExtensionOpcode = (typeof ExtensionOpcode)[keyof typeof ExtensionOpcode];
+
+/**
+ * The untagged queue RFC 7306 adds (IANA "RDMAP DDP Untagged Queue Numbers"): the requester's Atomic
+ * Response buffers. Atomic Requests share QN 1 with RDMA Read Requests and their IRD buffers.
+ */
+export const ATOMIC_RESPONSE_QUEUE = 3;
+/** Number of untagged queues a DDP Stream carries once RFC 7306 atomics are enabled. */
+export const RDMAP_EXTENDED_QUEUE_COUNT = 4;
+
+/** The RFC 7306 extensions a stream can enable: both ends must agree (RFC 7306 §1.1, §4). */
+export type RdmapExtension = 'atomics' | 'immediate';
+
+/** RFC 7306's rows of the RFC 5040 Figure 4 table: every extension message is untagged. */
+export interface ExtensionOpcodeInfo {
+  readonly opcode: ExtensionOpcode;
+  readonly name: string;
+  readonly tagged: false;
+  readonly qn: number;
+  /** The extension a stream must enable to send or accept the message. */
+  readonly extension: RdmapExtension;
+  /** RDMA header the message carries (its whole DDP payload). */
+  readonly rdmaHeader: 'immediate-data' | 'atomic-request' | 'atomic-response';
+  /** Length of that header: the message's exact length. */
+  readonly headerLength: number;
+  readonly solicitedEvent: boolean;
+}
+
+const ext = (
+  opcode: ExtensionOpcode,
+  name: string,
+  qn: number,
+  extension: RdmapExtension,
+  rdmaHeader: ExtensionOpcodeInfo['rdmaHeader'],
+  headerLength: number,
+  solicitedEvent = false,
+): ExtensionOpcodeInfo => ({ opcode, name, tagged: false, qn, extension, rdmaHeader, headerLength, solicitedEvent });
+
+/** RFC 7306 §4.1: the four extension messages, indexed by opcode − 8. */
+export const EXTENSION_OPCODES: readonly ExtensionOpcodeInfo[] = [
+  ext(ExtensionOpcode.ImmediateData, 'Immediate Data', RdmapQueue.Send, 'immediate', 'immediate-data', 8),
+  ext(
+    ExtensionOpcode.ImmediateDataWithSolicitedEvent,
+    'Immediate Data with SE',
+    RdmapQueue.Send,
+    'immediate',
+    'immediate-data',
+    8,
+    true,
+  ),
+  ext(ExtensionOpcode.AtomicRequest, 'Atomic Request', RdmapQueue.ReadRequest, 'atomics', 'atomic-request', 52),
+  ext(ExtensionOpcode.AtomicResponse, 'Atomic Response', ATOMIC_RESPONSE_QUEUE, 'atomics', 'atomic-response', 12),
+];
+
+/** The RFC 7306 row of an extension opcode (1000b–1011b), or undefined. */
+export function extensionOpcodeInfo(opcode: number): ExtensionOpcodeInfo | undefined {
+  return opcode >= 8 ? EXTENSION_OPCODES[opcode - 8] : undefined;
+}

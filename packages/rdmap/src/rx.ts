@@ -4,9 +4,24 @@
  * rights, Read Response against the outstanding Read, Read Request length, Send with Invalidate's
  * STag), then the handling of Delivered messages: Sends into posted receive buffers (§5.3, rules 10
  * and 16), Read Responses completing Reads (rule 19), Read Requests validated (§7.2 4a–4e) and
- * answered in order (rules 17, 20), Terminates (§5.4).
+ * answered in order (rules 17, 20), Terminates (§5.4). RFC 7306, on a stream that enabled it: Immediate
+ * Data into posted receives, Atomic Requests checked and executed in order and answered with the Read
+ * Responses, Atomic Responses completing atomics; an extension message the stream did not enable is an
+ * Unexpected OpCode (RFC 5040 §7.2 2), as the reserved opcodes it was in RFC 5040.
  */
 import { Access, type DdpHeader, type DeliveryEvent, type MemoryRegion, type UlpCheckFailure } from '@rddp/ddp';
+import {
+  ATOMIC_REQUEST_HEADER_LENGTH,
+  ATOMIC_RESPONSE_HEADER_LENGTH,
+  type AtomicResponseHeader,
+  applyAtomic,
+  checkAtomicRequest,
+  decodeAtomicRequest,
+  decodeAtomicResponse,
+  type OutstandingAtomics,
+  readWord,
+  writeWord,
+} from './atomic.js';
 import type { RdmapError } from './errors.js';
 import {
   controlOf,
@@ -16,7 +31,18 @@ import {
   READ_REQUEST_HEADER_LENGTH,
   type ReadRequestHeader,
 } from './header.js';
-import { opcodeInfo, RDMAP_QUEUE_COUNT, RdmapOpcode, RdmapQueue, type RdmapVersion } from './opcode.js';
+import { decodeImmediateData } from './immediate.js';
+import {
+  ATOMIC_RESPONSE_QUEUE,
+  ExtensionOpcode,
+  type ExtensionOpcodeInfo,
+  extensionOpcodeInfo,
+  opcodeInfo,
+  type RdmapExtension,
+  RdmapOpcode,
+  RdmapQueue,
+  type RdmapVersion,
+} from './opcode.js';
 import { checkReadSource, type OutstandingReads } from './read.js';
 import type { TerminateCause, TerminatedSegment } from './terminate.js';
 import { RdmaErrorCode, RdmaErrorType, TerminateLayer } from './terminate-codes.js';
@@ -28,8 +54,11 @@ export interface PostedReceive {
   readonly buffer: Uint8Array;
 }
 
-/** An inbound RDMA Read Request accepted and waiting for its Response. */
-export interface PendingResponse {
+/** An inbound RDMA Read Request or Atomic Request (RFC 7306) accepted and waiting for its Response. */
+export type PendingResponse = PendingReadResponse | PendingAtomicResponse;
+
+export interface PendingReadResponse {
+  readonly kind: 'read';
   readonly rr: ReadRequestHeader;
   /** The Read Request queue buffer it arrived in: posted again once the Response is handed over. */
   readonly buffer: Uint8Array;
@@ -37,10 +66,24 @@ export interface PendingResponse {
   readonly segment: TerminatedSegment;
 }
 
+/** An Atomic Request executed at Delivery: its Response waits its turn behind earlier Read Responses. */
+export interface PendingAtomicResponse {
+  readonly kind: 'atomic';
+  readonly response: AtomicResponseHeader;
+  /** The QN 1 buffer the Request arrived in (one of the IRD buffers it shares with Read Requests). */
+  readonly buffer: Uint8Array;
+  readonly segment: TerminatedSegment;
+}
+
 export interface RxHost {
   readonly rv: RdmapVersion;
   readonly pdId: number;
   readonly reads: OutstandingReads<unknown>;
+  readonly atomics: OutstandingAtomics<unknown>;
+  /** The RFC 7306 extensions this stream enabled (both ends agreed). */
+  readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
+  /** Untagged queues of the stream: 3, or 4 with atomics (QN 3 for Atomic Responses). */
+  readonly queueCount: number;
   /** True once the stream is terminating: nothing more is placed (RFC 5040 §5.4). */
   readonly rxBlocked: boolean;
   lookup(stag: number): MemoryRegion | undefined;
@@ -50,6 +93,10 @@ export interface RxHost {
   currentSegment(): TerminatedSegment;
   onReadCompleted(token: unknown): void;
   onReadRequest(p: PendingResponse): void;
+  /** An Atomic Response was Delivered and matched its Request: the atomic completes. */
+  onAtomicCompleted(token: unknown, original: bigint, buffer: Uint8Array): void;
+  /** An Atomic Response that does not answer the oldest Atomic Request (RFC 7306): Terminate. */
+  onAtomicResponseError(token: unknown, cause: TerminateCause): void;
   onTerminateReceived(bytes: Uint8Array): void;
   /** An error found on a Delivered message (§7.1 cases 2, 3): Terminate, with the receive it failed. */
   onDeliveredError(cause: TerminateCause, receive?: CompletionStatus): void;
@@ -153,12 +200,17 @@ export class Receiver {
         `RDMAP Version ${rv}, this stream runs version ${h.rv} (RFC 5040 §4.1, §7.2 3)`,
       );
     const info = opcodeInfo(opcode);
-    if (info === undefined)
+    if (info === undefined) {
+      const ext = extensionOpcodeInfo(opcode);
+      if (ext !== undefined && h.extensions[ext.extension]) return this.checkExtension(ext, header, payloadLength);
       return fail(
         RdmaErrorType.RemoteOperation,
         RdmaErrorCode.UnexpectedOpcode,
-        `reserved RDMA OpCode ${opcode} (RFC 5040 §4.1 Figure 4, §7.2 2)`,
+        ext === undefined
+          ? `reserved RDMA OpCode ${opcode} (RFC 5040 §4.1 Figure 4, §7.2 2)`
+          : `${ext.name} (RFC 7306), but this stream did not enable ${ext.extension} (RFC 5040 §7.2 2)`,
       );
+    }
     if (info.tagged !== header.tagged)
       return fail(
         RdmaErrorType.RemoteOperation,
@@ -178,8 +230,8 @@ export class Receiver {
         );
       return undefined;
     }
-    // Untagged: a queue beyond RDMAP's three is DDP's "Invalid QN" (RFC 5041 §7.2).
-    if (header.qn < RDMAP_QUEUE_COUNT && header.qn !== info.qn)
+    // Untagged: a queue beyond the stream's is DDP's "Invalid QN" (RFC 5041 §7.2).
+    if (header.qn < h.queueCount && header.qn !== info.qn)
       return fail(
         RdmaErrorType.RemoteOperation,
         RdmaErrorCode.UnexpectedOpcode,
@@ -194,6 +246,42 @@ export class Receiver {
     if (info.invalidateStag) return this.checkInvalidate(decodeUntaggedRsvdUlp(header.rsvdUlp).invalidateStag);
     return undefined;
   };
+
+  /**
+   * RFC 7306 messages on a stream that enabled them: untagged, on their queue (RFC 5040 §7.2 2 applied to
+   * RFC 7306's table), and exactly as long as their header; an Atomic Response only while an Atomic
+   * Request is outstanding. A longer Atomic Request overflows its 52-octet buffer: DDP's own error.
+   */
+  private checkExtension(
+    ext: ExtensionOpcodeInfo,
+    header: DdpHeader,
+    payloadLength: number,
+  ): UlpCheckFailure | undefined {
+    const h = this.host;
+    if (header.tagged)
+      return fail(
+        RdmaErrorType.RemoteOperation,
+        RdmaErrorCode.UnexpectedOpcode,
+        `${ext.name} in a tagged DDP segment (RFC 7306: untagged, QN ${ext.qn})`,
+      );
+    if (header.qn < h.queueCount && header.qn !== ext.qn)
+      return fail(
+        RdmaErrorType.RemoteOperation,
+        RdmaErrorCode.UnexpectedOpcode,
+        `${ext.name} on queue ${header.qn}; RFC 7306 puts it on queue ${ext.qn} (RFC 5040 §7.2 2)`,
+      );
+    if (header.qn !== ext.qn) return undefined; // beyond the stream's queues: DDP's Invalid QN
+    const end = header.mo + payloadLength;
+    const short = header.last && end < ext.headerLength;
+    if (short || (ext.rdmaHeader !== 'atomic-request' && end > ext.headerLength))
+      return fail(
+        RdmaErrorType.RemoteOperation,
+        RdmaErrorCode.Unspecified,
+        `${ext.name} of ${end}${header.last ? '' : '+'} octets; it is exactly ${ext.headerLength} (RFC 7306)`,
+      );
+    if (ext.rdmaHeader === 'atomic-response') return h.atomics.checkResponseSegment(header.last);
+    return undefined;
+  }
 
   /** A DDP Message was Delivered (RFC 5041 §5.4). */
   onDelivery(ev: DeliveryEvent): void {
@@ -210,15 +298,92 @@ export class Receiver {
     const opcode = decodeControl(control).opcode;
     switch (ev.qn) {
       case RdmapQueue.Send:
-        this.onSend(ev.receiveId as PostedReceive, ev.length, opcode, invalidateStag);
+        if (opcode === ExtensionOpcode.ImmediateData || opcode === ExtensionOpcode.ImmediateDataWithSolicitedEvent)
+          this.onImmediate(ev.receiveId as PostedReceive, opcode);
+        else this.onSend(ev.receiveId as PostedReceive, ev.length, opcode, invalidateStag);
         return;
       case RdmapQueue.ReadRequest:
-        this.onReadRequest(ev.buffer, ev.length);
+        if (opcode === ExtensionOpcode.AtomicRequest) this.onAtomicRequest(ev.buffer, ev.length);
+        else this.onReadRequest(ev.buffer, ev.length);
         return;
       case RdmapQueue.Terminate:
         h.onTerminateReceived(ev.buffer.subarray(0, ev.length));
         return;
+      case ATOMIC_RESPONSE_QUEUE:
+        this.onAtomicResponse(ev.buffer);
+        return;
     }
+  }
+
+  /**
+   * An Immediate Data (with SE) message Delivered (RFC 7306): it consumed the next posted receive, in MSN
+   * order with the Sends; the completion carries its 64 bits (checked to be exactly 8 octets before placement).
+   */
+  private onImmediate(r: PostedReceive, opcode: number): void {
+    const idx = this.receives.indexOf(r);
+    if (idx >= 0) this.receives.splice(idx, 1);
+    this.host.emitReceive({
+      kind: 'receive',
+      id: r.id,
+      buffer: r.buffer,
+      status: 'success',
+      byteLength: 0,
+      solicited: opcode === ExtensionOpcode.ImmediateDataWithSolicitedEvent,
+      immediateData: decodeImmediateData(r.buffer),
+    });
+  }
+
+  /**
+   * An Atomic Request Delivered on QN 1 (RFC 7306): checked (Atomic OpCode, STag, Remote Atomic right,
+   * bounds, alignment), executed at once — after every earlier message of the stream, before any later
+   * one — and answered in Request order with the Read Responses.
+   */
+  private onAtomicRequest(buffer: Uint8Array, length: number): void {
+    const h = this.host;
+    const segment = h.currentSegment();
+    const req = decodeAtomicRequest(buffer);
+    const region = h.lookup(req.remoteStag);
+    const bad =
+      length !== ATOMIC_REQUEST_HEADER_LENGTH
+        ? { type: RdmaErrorType.RemoteOperation, code: RdmaErrorCode.Unspecified }
+        : checkAtomicRequest(req, region, h.pdId);
+    if (bad !== undefined || region === undefined) {
+      h.onDeliveredError({
+        layer: TerminateLayer.Rdma,
+        errorType: bad?.type ?? RdmaErrorType.RemoteProtection,
+        errorCode: bad?.code ?? RdmaErrorCode.InvalidStag,
+        segment,
+      });
+      return;
+    }
+    const off = Number(req.remoteTo - region.baseTo);
+    const original = readWord(region.buffer, off);
+    const updated = applyAtomic(req, original);
+    if (updated !== original) writeWord(region.buffer, off, updated);
+    h.onReadRequest({
+      kind: 'atomic',
+      response: { originalRequestId: req.requestId, originalRemoteData: original },
+      buffer,
+      segment,
+    });
+  }
+
+  /** An Atomic Response Delivered on QN 3 (RFC 7306): it answers the oldest Atomic Request, or it is an error. */
+  private onAtomicResponse(buffer: Uint8Array): void {
+    const h = this.host;
+    const res = decodeAtomicResponse(buffer.subarray(0, ATOMIC_RESPONSE_HEADER_LENGTH));
+    const a = h.atomics.completeOldest();
+    if (a === undefined) return; // checked before placement
+    if (a.requestId !== res.originalRequestId) {
+      h.onAtomicResponseError(a.token, {
+        layer: TerminateLayer.Rdma,
+        errorType: RdmaErrorType.RemoteOperation,
+        errorCode: RdmaErrorCode.Unspecified,
+        segment: h.currentSegment(),
+      });
+      return;
+    }
+    h.onAtomicCompleted(a.token, res.originalRemoteData, buffer);
   }
 
   /** A Send Message Type Delivered (§5.3): invalidate if asked, then Deliver to the ULP in order (rule 10). */
@@ -283,6 +448,6 @@ export class Receiver {
       });
       return;
     }
-    h.onReadRequest({ rr, buffer, segment: { ...segment, readRequest: original } });
+    h.onReadRequest({ kind: 'read', rr, buffer, segment: { ...segment, readRequest: original } });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * One RDMAP Stream over one DDP Stream (RFC 5040 §6): the operations of §5 through the transmit and
  * receive paths, stream initialization (§6.1), graceful teardown (§6.2), RDMAP Abortive Termination with
- * at most one Terminate per stream (§5.4, §6.2.1), and error surfacing on both sides (§7.1).
+ * at most one Terminate per stream (§5.4, §6.2.1), and error surfacing on both sides (§7.1). The RFC 7306
+ * extensions (atomics, Immediate Data) run only when the stream enables them (`extensions`).
  */
 import {
   Access,
@@ -18,20 +19,38 @@ import {
 import type { LlpStream } from '@rddp/llp';
 import { BehaviorSubject, type Observable, ReplaySubject, Subject } from 'rxjs';
 import {
+  ACCESS_REMOTE_ATOMIC,
+  ATOMIC_OPERAND_LENGTH,
+  ATOMIC_REQUEST_HEADER_LENGTH,
+  ATOMIC_RESPONSE_HEADER_LENGTH,
+  AtomicOpcode,
+  OutstandingAtomics,
+} from './atomic.js';
+import {
   FlushedError,
   InvalidTerminateError,
   LlpFailedError,
   type LocalProtectionError,
   OrdExceededError,
   RdmapError,
+  RdmapExtensionDisabledError,
   RdmapInvalidArgumentError,
   RdmapMessageTooLongError,
   RdmapStateError,
   TerminatedError,
 } from './errors.js';
-import { encodeControl, encodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
+import { controlOf, encodeControl, encodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { LlpTap } from './llp-tap.js';
-import { RDMAP_QUEUE_COUNT, RDMAP_VERSION, RdmapOpcode, RdmapQueue, type RdmapVersion } from './opcode.js';
+import {
+  ATOMIC_RESPONSE_QUEUE,
+  RDMAP_EXTENDED_QUEUE_COUNT,
+  RDMAP_QUEUE_COUNT,
+  RDMAP_VERSION,
+  type RdmapExtension,
+  RdmapOpcode,
+  RdmapQueue,
+  type RdmapVersion,
+} from './opcode.js';
 import { OutstandingReads } from './read.js';
 import { type PendingResponse, Receiver } from './rx.js';
 import { type RdmapStreamState, StreamStateMachine } from './state.js';
@@ -47,6 +66,7 @@ import { DdpWireErrorType, describeTerminate, RdmaErrorType, TerminateLayer } fr
 import { type SqEntry, Transmitter } from './tx.js';
 import type {
   CompletionStatus,
+  ImmediateData,
   RdmapClosedEvent,
   RdmapCompletion,
   RdmapTerminateEvent,
@@ -86,11 +106,27 @@ export interface RdmapStreamOptions {
   readonly llpCapabilities?: { readonly reliable: boolean; readonly ordered: boolean };
   /** Builds the DDP Stream (default `new DdpStream(llp, options)`). */
   readonly createDdp?: (llp: LlpStream, options: DdpStreamOptions) => DdpStreamApi;
+  /**
+   * RFC 7306 extensions, off by default. Set only what both ends agreed on (RFC 7306 §1.1: how they agree
+   * is the ULP's business, e.g. its connection private data): a peer that did not enable one answers its
+   * messages with a Terminate (Unexpected OpCode, RFC 5040 §7.2 2), and posting one here without it
+   * throws `RdmapExtensionDisabledError`. IETF profile only (they extend RDMAP Version 1).
+   */
+  readonly extensions?: RdmapExtensions;
+}
+
+/** Which RFC 7306 extensions a stream uses. */
+export interface RdmapExtensions {
+  /** Atomic Request/Response: FetchAdd, Swap, CmpSwap (QN 1 shared with Read Requests, QN 3 for Responses). */
+  readonly atomics?: boolean;
+  /** Immediate Data and Immediate Data with Solicited Event (QN 0), Write/Send with Immediate. */
+  readonly immediate?: boolean;
 }
 
 /** The largest message RDMAP can describe: RDMA Read Message Size and DDP MO are 32 bits (§4.4). */
 export const RDMAP_MAX_MESSAGE = 0xffff_ffff;
 const U64_MAX = (1n << 64n) - 1n;
+const ATOMIC_OPCODES: readonly number[] = Object.values(AtomicOpcode);
 
 function totalLength(parts: readonly Uint8Array[]): number {
   let n = 0;
@@ -117,8 +153,11 @@ export class RdmapStream {
   readonly ddp: DdpStreamApi;
   /** The LLP stream as DDP sees it (RDMAP remembers each segment's header for a Terminate, §4.8). */
   readonly llp: LlpTap;
+  /** The RFC 7306 extensions this stream uses. */
+  readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
 
   private readonly reads: OutstandingReads<SqEntry>;
+  private readonly atomics = new OutstandingAtomics<SqEntry>();
   private readonly sm = new StreamStateMachine();
   private readonly tx: Transmitter;
   private readonly rx: Receiver;
@@ -148,8 +187,15 @@ export class RdmapStream {
       throw new RdmapInvalidArgumentError(`ORD ${this.ord} is not a count`);
     this.ordPolicy = options.ordPolicy ?? 'queue';
     this.role = options.role ?? 'initiator';
+    this.extensions = Object.freeze({
+      atomics: options.extensions?.atomics === true,
+      immediate: options.extensions?.immediate === true,
+    });
+    if ((this.extensions.atomics || this.extensions.immediate) && this.rv !== 1)
+      throw new RdmapInvalidArgumentError('the RFC 7306 extensions extend RDMAP Version 1: use the ietf profile');
     this.remoteInvalidateAllowed =
-      options.canRemoteInvalidate ?? ((r) => (r.access & (Access.RemoteRead | Access.RemoteWrite)) !== 0);
+      options.canRemoteInvalidate ??
+      ((r) => (r.access & (Access.RemoteRead | Access.RemoteWrite | ACCESS_REMOTE_ATOMIC)) !== 0);
     this.reads = new OutstandingReads<SqEntry>(this.ord);
     this.heldSubject = new BehaviorSubject((options.initiatorSendsFirst ?? false) && this.role === 'responder');
 
@@ -168,6 +214,7 @@ export class RdmapStream {
       pdId: this.pdId,
       state: this.sm,
       reads: this.reads,
+      atomics: this.atomics,
       lookup: (stag) => this.stags.lookup(stag),
       invalidate: (stag) => this.invalidate(stag),
       get held() {
@@ -180,10 +227,14 @@ export class RdmapStream {
       maybeIdle: () => this.maybeCloseLlp(),
       emitCompletion: (c) => this.emitSend(c),
     });
+    const queues = this.extensions.atomics ? RDMAP_EXTENDED_QUEUE_COUNT : RDMAP_QUEUE_COUNT;
     this.rx = new Receiver({
       rv: this.rv,
       pdId: this.pdId,
       reads: this.reads,
+      atomics: this.atomics,
+      extensions: this.extensions,
+      queueCount: queues,
       get rxBlocked() {
         return self.terminated !== undefined || self.closedEvent !== undefined;
       },
@@ -193,6 +244,9 @@ export class RdmapStream {
       currentSegment: () => ({ ddpHeader: this.llp.lastDdpHeader(), length: this.llp.lastSegmentLength }),
       onReadCompleted: (token) => this.tx.readCompleted(token as SqEntry),
       onReadRequest: (p) => this.tx.respond(p),
+      onAtomicCompleted: (token, original, buffer) => this.onAtomicCompleted(token as SqEntry, original, buffer),
+      onAtomicResponseError: (token, cause) =>
+        this.terminateWith(cause, { entry: token as SqEntry, status: 'remote-operation-error' }),
       onTerminateReceived: (bytes) => this.onTerminateReceived(bytes),
       onDeliveredError: (cause, receive) => this.terminateWith(cause, receive ? { receive } : undefined),
       emitReceive: (c) => this.emitReceive(c),
@@ -202,7 +256,7 @@ export class RdmapStream {
       profile: this.profile,
       pdId: this.pdId,
       stags: this.stags,
-      queues: RDMAP_QUEUE_COUNT,
+      queues, // RFC 7306 atomics add QN 3; DDP takes the count from its ULP
       ulpCheck: this.rx.ulpCheck,
       ...(options.llpCapabilities ? { llpCapabilities: options.llpCapabilities } : {}),
     };
@@ -210,9 +264,14 @@ export class RdmapStream {
     if (this.ddp.profile !== this.profile)
       throw new RdmapInvalidArgumentError(`the DDP stream runs profile ${this.ddp.profile}, RDMAP ${this.profile}`);
     // §5.2.2: IRD buffers on the Read Request queue (a Request beyond IRD finds none); §5.4: one Terminate buffer.
-    for (let i = 0; i < this.ird; i++)
-      this.ddp.postReceive(RdmapQueue.ReadRequest, new Uint8Array(READ_REQUEST_HEADER_LENGTH));
+    // RFC 7306: Atomic Requests share those IRD buffers (sized for their 52-octet header), and ORD buffers on
+    // QN 3 take the Atomic Responses (an atomic is issued only with an ORD slot, so one is always free).
+    const requestBuffer = this.extensions.atomics ? ATOMIC_REQUEST_HEADER_LENGTH : READ_REQUEST_HEADER_LENGTH;
+    for (let i = 0; i < this.ird; i++) this.ddp.postReceive(RdmapQueue.ReadRequest, new Uint8Array(requestBuffer));
     this.ddp.postReceive(RdmapQueue.Terminate, new Uint8Array(TERMINATE_RECEIVE_BUFFER_LENGTH));
+    if (this.extensions.atomics)
+      for (let i = 0; i < this.ord; i++)
+        this.ddp.postReceive(ATOMIC_RESPONSE_QUEUE, new Uint8Array(ATOMIC_RESPONSE_HEADER_LENGTH));
     this.ddp.delivery$.subscribe((ev) => this.rx.onDelivery(ev));
     this.ddp.error$.subscribe((ev) => this.onDdpError(ev));
     this.ddp.closed$.subscribe((ev) => this.onDdpClosed(ev));
@@ -267,6 +326,10 @@ export class RdmapStream {
   get readsInFlight(): number {
     return this.reads.count;
   }
+  /** Atomic Requests handed to DDP whose Atomic Response has not been Delivered (RFC 7306). */
+  get atomicsInFlight(): number {
+    return this.atomics.count;
+  }
 
   /**
    * Posts send-queue work (RFC 5040 §5.1–5.3). Throws typed caller errors; everything else is reported
@@ -279,6 +342,7 @@ export class RdmapStream {
     switch (op.type) {
       case 'write':
         byteLength = totalLength(op.payload);
+        if (op.immediate !== undefined) this.checkImmediate(op.immediate);
         checkStag(op.sinkStag, 'Data Sink STag');
         checkTo(op.sinkTo, 'Data Sink TO');
         if (byteLength > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(byteLength, RDMAP_MAX_MESSAGE);
@@ -289,6 +353,26 @@ export class RdmapStream {
         byteLength = totalLength(op.payload);
         if (byteLength > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(byteLength, RDMAP_MAX_MESSAGE);
         if (op.invalidateStag !== undefined) checkStag(op.invalidateStag, 'Invalidate STag');
+        if (op.immediate !== undefined) this.checkImmediate(op.immediate);
+        break;
+      case 'immediate':
+        this.checkImmediate(op);
+        break;
+      case 'atomic':
+        if (!this.extensions.atomics) throw new RdmapExtensionDisabledError('atomics');
+        byteLength = ATOMIC_OPERAND_LENGTH;
+        if (!ATOMIC_OPCODES.includes(op.atomicOpcode))
+          throw new RdmapInvalidArgumentError(
+            `Atomic OpCode ${String(op.atomicOpcode)} is not FetchAdd, Swap or CmpSwap`,
+          );
+        checkStag(op.remoteStag, 'Remote STag');
+        checkTo(op.remoteTo, 'Remote Tagged Offset');
+        checkTo(op.addOrSwapData, 'Add or Swap Data');
+        if (op.addOrSwapMask !== undefined) checkTo(op.addOrSwapMask, 'Add or Swap Mask');
+        if (op.compareData !== undefined) checkTo(op.compareData, 'Compare Data');
+        if (op.compareMask !== undefined) checkTo(op.compareMask, 'Compare Mask');
+        if (this.ord === 0 || (this.ordPolicy === 'error' && this.tx.requestsOutstanding >= this.ord))
+          throw new OrdExceededError(this.ord, 'Atomic Request');
         break;
       case 'read':
         byteLength = op.size;
@@ -299,7 +383,7 @@ export class RdmapStream {
         checkStag(op.srcStag, 'Data Source STag');
         checkTo(op.sinkTo, 'Data Sink TO');
         checkTo(op.srcTo, 'Data Source TO');
-        if (this.ord === 0 || (this.ordPolicy === 'error' && this.tx.readsOutstanding >= this.ord))
+        if (this.ord === 0 || (this.ordPolicy === 'error' && this.tx.requestsOutstanding >= this.ord))
           throw new OrdExceededError(this.ord);
         break;
       case 'local-invalidate':
@@ -355,6 +439,19 @@ export class RdmapStream {
   }
 
   // ----- internals -----
+
+  /** Immediate Data needs the extension and a 64-bit value (RFC 7306). */
+  private checkImmediate(imm: ImmediateData): void {
+    if (!this.extensions.immediate) throw new RdmapExtensionDisabledError('immediate');
+    checkTo(imm.data, 'Immediate Data');
+  }
+
+  /** The Atomic Response of `e` was Delivered: its QN 3 buffer is posted again, the atomic completes. */
+  private onAtomicCompleted(e: SqEntry, original: bigint, buffer: Uint8Array): void {
+    buffer.fill(0);
+    this.ddp.postReceive(ATOMIC_RESPONSE_QUEUE, buffer);
+    this.tx.atomicCompleted(e, original);
+  }
 
   private invalidate(stag: number): boolean {
     try {
@@ -432,6 +529,7 @@ export class RdmapStream {
       h !== undefined &&
       !h.tagged &&
       h.qn === RdmapQueue.ReadRequest &&
+      controlOf(h) % 16 === RdmapOpcode.RdmaReadRequest && // not an Atomic Request, which shares QN 1 (RFC 7306)
       ev.ulpHeaderBytes.byteLength === READ_REQUEST_HEADER_LENGTH;
     const cause: TerminateCause = {
       layer: ev.layer === 'ddp' ? TerminateLayer.Ddp : TerminateLayer.Rdma,
@@ -454,6 +552,8 @@ export class RdmapStream {
       culprit = { receive: tooLong ? 'local-length-error' : ev.layer === 'rdmap' ? 'remote-invalid-request' : 'fatal' };
     } else if (h?.tagged && (h.rsvdUlp & 0x0f) === RdmapOpcode.RdmaReadResponse && this.reads.receiving) {
       culprit = { entry: this.reads.receiving.token, status: 'remote-operation-error' };
+    } else if (h !== undefined && !h.tagged && h.qn === ATOMIC_RESPONSE_QUEUE && this.atomics.oldest) {
+      culprit = { entry: this.atomics.oldest.token, status: 'remote-operation-error' }; // RFC 7306
     }
     this.terminateWith(cause, culprit);
   }
@@ -536,6 +636,7 @@ export class RdmapStream {
 
   private flushEverything(error: RdmapError, culprit?: Culprit): void {
     this.reads.drain();
+    this.atomics.drain();
     this.tx.flushAll(
       error,
       culprit?.entry !== undefined
@@ -578,6 +679,7 @@ export class RdmapStream {
     }
     // Graceful (RFC 5040 §6.2): ours completed, or the peer closed; posted receives are flushed.
     this.reads.drain();
+    this.atomics.drain();
     this.rx.flush(new FlushedError('the stream closed gracefully'));
     this.sm.to('closed');
     this.finish({ state: 'closed' });

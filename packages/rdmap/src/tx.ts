@@ -2,16 +2,20 @@
  * RDMAP transmit path (RFC 5040 §5, §5.5): the send queue handed to DDP strictly in submission order
  * (rule 13), the Read fence and ORD hold-backs, Read Responses to inbound Read Requests in the order the
  * Requests were Delivered (rule 20), and completions reported in submission order (rule 15) once DDP has
- * sent the message (rule 14) or, for a Read, once its Response is Delivered (rule 19).
+ * sent the message (rule 14) or, for a Read, once its Response is Delivered (rule 19). RFC 7306: Write
+ * and Send with Immediate (the message, then Immediate Data), Atomic Requests (held by ORD with the Reads,
+ * complete on their Atomic Response) and Atomic Responses, sent in Request order with the Read Responses.
  */
 import type { DdpStreamApi, MemoryRegion } from '@rddp/ddp';
+import { AtomicOpcode, encodeAtomicRequest, encodeAtomicResponse, type OutstandingAtomics } from './atomic.js';
 import { FlushedError, LocalProtectionError, RdmapAbortError, type RdmapError } from './errors.js';
 import { encodeControl, encodeReadRequest, encodeUntaggedRsvdUlp } from './header.js';
-import { RdmapOpcode, RdmapQueue, type RdmapVersion } from './opcode.js';
+import { encodeImmediateData } from './immediate.js';
+import { ATOMIC_RESPONSE_QUEUE, ExtensionOpcode, RdmapOpcode, RdmapQueue, type RdmapVersion } from './opcode.js';
 import { checkReadSource, type OutstandingReads } from './read.js';
 import type { PendingResponse } from './rx.js';
 import type { StreamStateMachine } from './state.js';
-import type { CompletionStatus, RdmapWorkRequest, SendCompletion } from './types.js';
+import type { CompletionStatus, ImmediateData, RdmapWorkRequest, SendCompletion } from './types.js';
 
 /** One send-queue request and what became of it. */
 export interface SqEntry {
@@ -22,7 +26,9 @@ export interface SqEntry {
   /** Queue and MSN of an untagged message once handed to DDP (to match a received Terminate, §4.8). */
   qn: number | undefined;
   msn: number | undefined;
-  result: { status: CompletionStatus; error?: RdmapError } | undefined;
+  /** MSN of the Immediate Data message that follows a Send with Immediate (RFC 7306), also on QN 0. */
+  immMsn: number | undefined;
+  result: { status: CompletionStatus; error?: RdmapError; atomicResult?: bigint } | undefined;
   detachAbort: (() => void) | undefined;
 }
 
@@ -33,6 +39,8 @@ export interface TxHost {
   readonly pdId: number;
   readonly state: StreamStateMachine;
   readonly reads: OutstandingReads<SqEntry>;
+  /** RFC 7306: Atomic Requests awaiting their Response; they share ORD with the Reads. */
+  readonly atomics: OutstandingAtomics<SqEntry>;
   lookup(stag: number): MemoryRegion | undefined;
   invalidate(stag: number): boolean;
   /** Whether transmission is held (RFC 5040 §6.1: the responder waits for the initiator's first message). */
@@ -60,6 +68,7 @@ function guard<T>(send: () => Promise<T>): Promise<T> {
 }
 
 const MSN_MODULO = 0x1_0000_0000;
+const ALL_ONES = (1n << 64n) - 1n;
 
 export class Transmitter {
   /** Posted, not handed to DDP yet (in order). */
@@ -74,6 +83,8 @@ export class Transmitter {
   private readonly nextMsn = [1, 1];
   private pumping = false;
   private completing = false;
+  /** The Request Identifier of the next Atomic Request (RFC 7306), 32 bits. */
+  private nextRequestId = 1;
 
   constructor(private readonly host: TxHost) {}
 
@@ -83,10 +94,21 @@ export class Transmitter {
   }
   /** Reads posted and not completed (for an ORD check at post time). */
   get readsOutstanding(): number {
+    return this.count((t) => t === 'read');
+  }
+  /** Reads and Atomic Requests posted and not completed: what ORD bounds (RFC 5040 §6.1, RFC 7306). */
+  get requestsOutstanding(): number {
+    return this.count((t) => t === 'read' || t === 'atomic');
+  }
+  private count(which: (type: string) => boolean): number {
     let n = 0;
-    for (const e of this.pending) if (e.wr.op.type === 'read' && !e.aborted) n++;
-    for (const e of this.inflight) if (e.wr.op.type === 'read' && e.result === undefined) n++;
+    for (const e of this.pending) if (which(e.wr.op.type) && !e.aborted) n++;
+    for (const e of this.inflight) if (which(e.wr.op.type) && e.result === undefined) n++;
     return n;
+  }
+  /** Reads and atomics handed to DDP and not completed. */
+  private get requestsInFlight(): number {
+    return this.host.reads.count + this.host.atomics.count;
   }
   /** Nothing posted is unfinished and every accepted Read Request has been answered. */
   get idle(): boolean {
@@ -101,6 +123,7 @@ export class Transmitter {
       aborted: false,
       qn: undefined,
       msn: undefined,
+      immMsn: undefined,
       result: undefined,
       detachAbort: undefined,
     };
@@ -147,8 +170,9 @@ export class Transmitter {
           this.finishEarly(e, 'aborted', new RdmapAbortError('withdrawn by its AbortSignal before it was sent'));
           continue;
         }
-        if (e.wr.fence && h.reads.count > 0) break; // Read fence (§5.5 rule 12, Appendix B footnote 2)
-        if (e.wr.op.type === 'read' && !h.reads.canIssue()) break; // ORD (§6.1)
+        if (e.wr.fence && this.requestsInFlight > 0) break; // Read fence (§5.5 rule 12, Appendix B footnote 2)
+        const t = e.wr.op.type;
+        if ((t === 'read' || t === 'atomic') && this.requestsInFlight >= h.reads.ord) break; // ORD (§6.1)
         this.pending.shift();
         this.submit(e);
       }
@@ -193,8 +217,51 @@ export class Transmitter {
     switch (op.type) {
       case 'write': {
         const ctrl = encodeControl(h.rv, RdmapOpcode.RdmaWrite);
-        guard(() => h.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl)).then(() => this.sent(e), fail);
+        const written = guard(() => h.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl));
+        if (op.immediate === undefined) {
+          written.then(() => this.sent(e), fail);
+          return;
+        }
+        // RFC 7306 Write with Immediate: the Immediate Data message follows the Write on QN 0 (DDP keeps order).
+        e.qn = RdmapQueue.Send;
+        e.msn = this.takeMsn(RdmapQueue.Send);
+        Promise.all([written, this.sendImmediate(op.immediate)]).then(([, msn]) => {
+          e.msn = msn;
+          this.sent(e);
+        }, fail);
         return;
+      }
+      case 'immediate': {
+        e.qn = RdmapQueue.Send;
+        e.msn = this.takeMsn(RdmapQueue.Send);
+        this.sendImmediate(op).then((msn) => {
+          e.msn = msn;
+          this.sent(e);
+        }, fail);
+        return;
+      }
+      case 'atomic': {
+        const requestId = this.nextRequestId;
+        this.nextRequestId = (requestId + 1) % MSN_MODULO;
+        const isAdd = op.atomicOpcode === AtomicOpcode.FetchAdd;
+        const header = encodeAtomicRequest({
+          atomicOpcode: op.atomicOpcode,
+          requestId,
+          remoteStag: op.remoteStag,
+          remoteTo: op.remoteTo,
+          addOrSwapData: op.addOrSwapData,
+          addOrSwapMask: op.addOrSwapMask ?? (isAdd ? 0n : ALL_ONES),
+          compareData: op.atomicOpcode === AtomicOpcode.CmpSwap ? (op.compareData ?? 0n) : 0n,
+          compareMask: op.atomicOpcode === AtomicOpcode.CmpSwap ? (op.compareMask ?? ALL_ONES) : 0n,
+        });
+        h.atomics.add({ token: e, requestId });
+        const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicRequest));
+        e.qn = RdmapQueue.ReadRequest; // RFC 7306: Atomic Requests share QN 1 (and IRD) with Read Requests
+        e.msn = this.takeMsn(RdmapQueue.ReadRequest);
+        guard(() => h.ddp.sendUntagged(RdmapQueue.ReadRequest, [header], rsvd)).then((msn) => {
+          e.msn = msn;
+        }, fail);
+        return; // completes when its Atomic Response is Delivered
       }
       case 'send': {
         const opcode =
@@ -208,8 +275,19 @@ export class Transmitter {
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode), op.invalidateStag ?? 0);
         e.qn = RdmapQueue.Send;
         e.msn = this.takeMsn(RdmapQueue.Send);
-        guard(() => h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd)).then((msn) => {
+        const sent = guard(() => h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd));
+        if (op.immediate === undefined) {
+          sent.then((msn) => {
+            e.msn = msn;
+            this.sent(e);
+          }, fail);
+          return;
+        }
+        // RFC 7306 Send with Immediate: the Send, then the Immediate Data message, both on QN 0.
+        e.immMsn = this.takeMsn(RdmapQueue.Send);
+        Promise.all([sent, this.sendImmediate(op.immediate)]).then(([msn, immMsn]) => {
           e.msn = msn;
+          e.immMsn = immMsn;
           this.sent(e);
         }, fail);
         return;
@@ -246,9 +324,26 @@ export class Transmitter {
     }
   }
 
-  /** The RDMA Read Response (§5.2.2): the Data Source is checked again as it is read (§7.1 case 3). */
+  /** An Immediate Data (with SE) message on QN 0 (RFC 7306): its 64 bits are the whole payload. */
+  private sendImmediate(imm: ImmediateData): Promise<number> {
+    const h = this.host;
+    const opcode = imm.solicited ? ExtensionOpcode.ImmediateDataWithSolicitedEvent : ExtensionOpcode.ImmediateData;
+    const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode));
+    return guard(() => h.ddp.sendUntagged(RdmapQueue.Send, [encodeImmediateData(imm.data)], rsvd));
+  }
+
+  /** The RDMA Read Response (§5.2.2), or an Atomic Response (RFC 7306), in the order of the Requests. */
   private sendResponse(p: PendingResponse): void {
     const h = this.host;
+    if (p.kind === 'atomic') {
+      // RFC 7306: the atomic ran when its Request was Delivered; the Response goes on the requester's QN 3.
+      const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicResponse));
+      this.track(
+        p,
+        guard(() => h.ddp.sendUntagged(ATOMIC_RESPONSE_QUEUE, [encodeAtomicResponse(p.response)], rsvd)),
+      );
+      return;
+    }
     const rr = p.rr;
     const ctrl = encodeControl(h.rv, RdmapOpcode.RdmaReadResponse);
     let payload: Uint8Array[] = [];
@@ -262,8 +357,16 @@ export class Transmitter {
       const off = Number(rr.srcTo - region.baseTo);
       payload = [region.buffer.subarray(off, off + rr.size)];
     }
+    this.track(
+      p,
+      guard(() => h.ddp.sendTagged(rr.sinkStag, rr.sinkTo, payload, ctrl)),
+    );
+  }
+
+  /** A Response handed to DDP: its Request's IRD buffer is posted again, the close waits for it. */
+  private track(p: PendingResponse, sending: Promise<unknown>): void {
+    const h = this.host;
     this.responsesSending++;
-    const sending = guard(() => h.ddp.sendTagged(rr.sinkStag, rr.sinkTo, payload, ctrl));
     // §5.2.2 / RFC 5041 §5.1.2: the Request's IRD buffer is posted again once the whole Response is handed
     // to DDP — before its last segment can reach the requester, whose next Request (its ORD slot freed by
     // that segment) must find a buffer — but after the receive batch in progress, so Requests that arrived
@@ -288,6 +391,13 @@ export class Transmitter {
     this.complete();
   }
 
+  /** The Atomic Response of `e` was Delivered (RFC 7306): it completes with the Original Remote Data Value. */
+  atomicCompleted(e: SqEntry, original: bigint): void {
+    if (e.result === undefined) e.result = { status: 'success', atomicResult: original };
+    this.complete();
+    this.pump(); // ORD or a fence may have been waiting on it
+  }
+
   /** The Read Response of `e` was Delivered (§5.5 rule 19). */
   readCompleted(e: SqEntry): void {
     if (e.result === undefined) e.result = { status: 'success' };
@@ -309,6 +419,7 @@ export class Transmitter {
           request: head.wr,
           status: head.result.status,
           byteLength: head.result.status === 'success' ? head.byteLength : 0,
+          ...(head.result.atomicResult !== undefined ? { atomicResult: head.result.atomicResult } : {}),
           ...(head.result.error ? { error: head.result.error } : {}),
         });
       }
@@ -319,7 +430,7 @@ export class Transmitter {
 
   /** The submitted, unfinished request that sent the untagged message `qn`/`msn`, if any. */
   findUntagged(qn: number, msn: number): SqEntry | undefined {
-    return this.inflight.find((e) => e.result === undefined && e.qn === qn && e.msn === msn);
+    return this.inflight.find((e) => e.result === undefined && e.qn === qn && (e.msn === msn || e.immMsn === msn));
   }
 
   /**

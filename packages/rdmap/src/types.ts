@@ -3,6 +3,15 @@ import type { RdmapError } from './errors.js';
 import type { RdmapStreamState } from './state.js';
 import type { TerminateHeader } from './terminate.js';
 
+/**
+ * RFC 7306 Immediate Data sent after a Write or Send: the peer's next posted receive completes with the
+ * 64 bits. `solicited` sends Immediate Data with Solicited Event.
+ */
+export interface ImmediateData {
+  readonly data: bigint;
+  readonly solicited?: boolean;
+}
+
 /** RDMA Write (§5.1): one Tagged Message into the Data Sink's STag at its TO. */
 export interface WriteOperation {
   readonly type: 'write';
@@ -10,6 +19,8 @@ export interface WriteOperation {
   readonly sinkTo: bigint;
   /** The ULP Message, as a gather list of slices (sent without concatenation). */
   readonly payload: readonly Uint8Array[];
+  /** Write with Immediate (RFC 7306): the RDMA Write, then an Immediate Data message. */
+  readonly immediate?: ImmediateData;
 }
 
 /** RDMA Read (§5.2): a Read Request on QN 1; the Response lands in the local Data Sink STag/TO. */
@@ -31,6 +42,37 @@ export interface SendOperation {
   readonly solicited?: boolean;
   /** Send with Invalidate: the remote STag to invalidate. */
   readonly invalidateStag?: number;
+  /**
+   * Send with Immediate (RFC 7306): the Send, then an Immediate Data message (which carries the Solicited
+   * Event if `immediate.solicited`; `solicited` above applies to the Send).
+   */
+  readonly immediate?: ImmediateData;
+}
+
+/** An Immediate Data or Immediate Data with Solicited Event message on its own (RFC 7306), on QN 0. */
+export interface ImmediateOperation {
+  readonly type: 'immediate';
+  readonly data: bigint;
+  readonly solicited?: boolean;
+}
+
+/**
+ * An atomic operation (RFC 7306): an Atomic Request on QN 1 naming a naturally aligned 64-bit word of the
+ * peer's Tagged Buffer; completes with the word's original value once the Atomic Response is Delivered.
+ */
+export interface AtomicOperation {
+  readonly type: 'atomic';
+  /** `AtomicOpcode`: FetchAdd, Swap or CmpSwap. */
+  readonly atomicOpcode: number;
+  readonly remoteStag: number;
+  readonly remoteTo: bigint;
+  /** Add Data (FetchAdd) or Swap Data (Swap, CmpSwap). */
+  readonly addOrSwapData: bigint;
+  /** Add Mask (FetchAdd, default 0: a plain add) or Swap Mask (default all ones: swap every bit). */
+  readonly addOrSwapMask?: bigint;
+  /** CmpSwap: compared with the word under Compare Mask (default all ones). */
+  readonly compareData?: bigint;
+  readonly compareMask?: bigint;
 }
 
 /** Local invalidation of an STag, ordered with the other work of the send queue (no message). */
@@ -39,7 +81,13 @@ export interface LocalInvalidateOperation {
   readonly stag: number;
 }
 
-export type RdmapOperation = WriteOperation | ReadOperation | SendOperation | LocalInvalidateOperation;
+export type RdmapOperation =
+  | WriteOperation
+  | ReadOperation
+  | SendOperation
+  | LocalInvalidateOperation
+  | ImmediateOperation
+  | AtomicOperation;
 
 export type CompletionStatus =
   | 'success'
@@ -68,8 +116,10 @@ export interface SendCompletion {
   readonly kind: 'send';
   readonly request: RdmapWorkRequest;
   readonly status: CompletionStatus;
-  /** Octets the operation moved (write/send payload, read size). */
+  /** Octets the operation moved (write/send payload, read size, 8 for an atomic). */
   readonly byteLength: number;
+  /** An atomic's Original Remote Data Value: the 64-bit word before the operation (RFC 7306). */
+  readonly atomicResult?: bigint;
   readonly error?: RdmapError;
 }
 
@@ -80,10 +130,12 @@ export interface ReceiveCompletion {
   readonly id: unknown;
   readonly buffer: Uint8Array;
   readonly status: CompletionStatus;
-  /** The ULP Message Length. */
+  /** The ULP Message Length (0 for Immediate Data, whose 64 bits are `immediateData`). */
   readonly byteLength: number;
-  /** Send with SE / Send with SE and Invalidate. */
+  /** Send with SE / Send with SE and Invalidate / Immediate Data with SE. */
   readonly solicited: boolean;
+  /** An Immediate Data message's 64 bits (RFC 7306); absent for the four Sends. */
+  readonly immediateData?: bigint;
   /** The STag the Send with Invalidate invalidated. */
   readonly invalidatedStag?: number;
   readonly error?: RdmapError;

@@ -59,6 +59,19 @@ export class InvalidWorkRequestError extends VerbsError {
   readonly code = 'ERR_VERBS_INVALID_WR';
 }
 
+/**
+ * An RFC 7306 operation (atomics, Immediate Data) on a queue pair whose connection did not enable that
+ * extension (`QpConnectOptions.extensions`): both ends must agree first.
+ */
+export class ExtensionNotEnabledError extends VerbsError {
+  readonly code = 'ERR_VERBS_EXTENSION_DISABLED';
+  constructor(readonly extension: 'atomics' | 'immediate') {
+    super(
+      `RFC 7306 ${extension === 'atomics' ? 'atomic operations are' : 'Immediate Data is'} not enabled on this queue pair (connect with extensions.${extension})`,
+    );
+  }
+}
+
 /** A resource is still in use (a protection domain with memory regions or queue pairs). */
 export class ResourceBusyError extends VerbsError {
   readonly code = 'ERR_VERBS_BUSY';
@@ -85,6 +98,7 @@ export type VerbsErrorCode =
   | MessageTooLongError['code']
   | QueueFullError['code']
   | InvalidWorkRequestError['code']
+  | ExtensionNotEnabledError['code']
   | ResourceBusyError['code']
   | WorkCompletionError['code'];
 

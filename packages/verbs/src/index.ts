@@ -1,10 +1,12 @@
 /**
  * @rddp/verbs — an RDMA verbs API in TypeScript idiom, after libibverbs: a device with protection
  * domains, memory regions (Uint8Array + access flags → STag), queue pairs over RDMAP (RFC 5040) with a
- * send queue (RDMA Write, RDMA Read, the four Sends, local invalidation) and a receive queue, and
- * completion queues as RxJS observables of work completions.
+ * send queue (RDMA Write, RDMA Read, the four Sends, local invalidation; RFC 7306 atomics and Write/Send
+ * with Immediate when the connection enabled them) and a receive queue, and completion queues as RxJS
+ * observables of work completions.
  */
-export { Access, type AccessFlags, type DdpProfile } from '@rddp/ddp';
+export type { RdmapExtensions } from '@rddp/rdmap';
+export { Access, type AccessFlags, type DdpProfile } from './access.js';
 export { CompletionQueue } from './cq.js';
 export * from './errors.js';
 export { Mr } from './mr.js';

@@ -56,13 +56,14 @@ export class ProtectionDomain {
   }
 
   /**
-   * Registers `buffer` with `access` rights (`Access.LocalWrite | Access.RemoteRead | ...`) and returns
+   * Registers `buffer` with `access` rights (`Access.LocalWrite | Access.RemoteRead | ...`, and
+   * `Access.RemoteAtomic` for RFC 7306 atomics) and returns
    * the region with its new STag. `baseTo` makes it address-based (the TO of `buffer[0]`); default 0.
    */
   registerMr(buffer: Uint8Array, access: AccessFlags, options: { baseTo?: bigint } = {}): Mr {
     this.assertUsable();
     if (!(buffer instanceof Uint8Array)) throw new InvalidWorkRequestError('a memory region must be a Uint8Array');
-    if (!Number.isInteger(access) || access < 0 || access > 0xf)
+    if (!Number.isInteger(access) || access < 0 || access > 0x1f)
       throw new InvalidWorkRequestError(`access ${access} is not a combination of Access flags`);
     const region = this.device.stags.register({
       pdId: this.id,

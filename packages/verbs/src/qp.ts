@@ -1,13 +1,16 @@
 /**
  * A queue pair (ibv_qp) over one RDMAP Stream: a send queue (RDMA Write, RDMA Read, the four Sends,
- * local invalidation) and a receive queue, completions to completion queues, states after Linux siw
+ * local invalidation; with RFC 7306, Write/Send with Immediate and the three atomics) and a receive queue, completions to completion queues, states after Linux siw
  * (`init` → `rts` → `closing`/`terminate` → `closed`/`error`), and promise-returning conveniences.
  */
 import { Access, type DdpProfile } from '@rddp/ddp';
 import type { LlpConnection, LlpStream } from '@rddp/llp';
 import {
+  ATOMIC_OPERAND_LENGTH,
+  AtomicOpcode,
   RDMAP_MAX_MESSAGE,
   type RdmapClosedEvent,
+  type RdmapExtensions,
   type RdmapOperation,
   RdmapStream,
   type RdmapStreamState,
@@ -19,6 +22,7 @@ import { BehaviorSubject, type Observable, ReplaySubject } from 'rxjs';
 import type { CompletionQueue } from './cq.js';
 import {
   AccessError,
+  ExtensionNotEnabledError,
   InvalidMrError,
   InvalidWorkRequestError,
   MessageTooLongError,
@@ -57,6 +61,12 @@ export interface QpConnectOptions {
   readonly role?: 'initiator' | 'responder';
   /** RFC 5040 §6.1: as responder, send nothing until the initiator's first message arrived. */
   readonly initiatorSendsFirst?: boolean;
+  /**
+   * The RFC 7306 extensions both ends agreed on (e.g. in their connection private data); none by default.
+   * Posting an atomic or an Immediate Data work request without its extension throws
+   * `ExtensionNotEnabledError`; the peer refuses the messages of an extension it did not enable.
+   */
+  readonly extensions?: RdmapExtensions;
 }
 
 /** `init` until connected, then the RDMAP Stream's state (RFC 5040 §6). */
@@ -67,6 +77,8 @@ interface Pending {
   readonly opcode: WcOpcode;
   readonly signaled: boolean;
   readonly settle?: { resolve(wc: WorkCompletion): void; reject(e: unknown): void };
+  /** An atomic's 8-octet local element: the original remote value is written there. */
+  readonly result?: Uint8Array;
 }
 
 interface PendingRecv extends Pending {
@@ -75,6 +87,11 @@ interface PendingRecv extends Pending {
 
 const MAX_STAG = 0xffff_ffff;
 const MAX_TO = (1n << 64n) - 1n;
+const ATOMIC_OPCODE = {
+  'atomic-fetch-add': AtomicOpcode.FetchAdd,
+  'atomic-swap': AtomicOpcode.Swap,
+  'atomic-cmp-swap': AtomicOpcode.CmpSwap,
+} as const;
 
 export class QueuePair {
   readonly sendCq: CompletionQueue;
@@ -160,6 +177,7 @@ export class QueuePair {
       ird: this.ird,
       role,
       ...(options.initiatorSendsFirst !== undefined ? { initiatorSendsFirst: options.initiatorSendsFirst } : {}),
+      ...(options.extensions !== undefined ? { extensions: options.extensions } : {}),
       ...(isConnection
         ? { llpCapabilities: { reliable: llp.capabilities.reliable, ordered: llp.capabilities.ordered } }
         : {}),
@@ -232,6 +250,95 @@ export class QueuePair {
     );
   }
 
+  /** RDMA Write with Immediate (RFC 7306): the Write, then 64 bits of Immediate Data for the peer's next receive. */
+  writeWithImm(
+    local: Sge | readonly Sge[],
+    remote: RemoteBuffer,
+    immData: bigint,
+    options: ConvenienceOptions & { solicited?: boolean } = {},
+  ): Promise<WorkCompletion> {
+    return this.settled({
+      opcode: 'rdma-write-with-imm',
+      sgList: asList(local),
+      remote,
+      immData,
+      solicited: options.solicited ?? false,
+      ...common(options),
+    });
+  }
+
+  /** Send with Immediate (RFC 7306): the Send, then 64 bits of Immediate Data in the peer's following receive. */
+  sendWithImm(
+    local: Sge | readonly Sge[],
+    immData: bigint,
+    options: ConvenienceOptions & { solicited?: boolean } = {},
+  ): Promise<WorkCompletion> {
+    return this.settled({
+      opcode: 'send-with-imm',
+      sgList: asList(local),
+      immData,
+      solicited: options.solicited ?? false,
+      ...common(options),
+    });
+  }
+
+  /**
+   * Fetch-and-Add (RFC 7306) on the peer's 64-bit word at `remote`: resolves with the completion, whose
+   * `atomicResult` (also written into `local`, 8 octets) is the word before the add.
+   */
+  fetchAdd(
+    local: Sge,
+    remote: RemoteBuffer,
+    add: bigint,
+    options: ConvenienceOptions & { addMask?: bigint } = {},
+  ): Promise<WorkCompletion> {
+    return this.settled({
+      opcode: 'atomic-fetch-add',
+      sgList: [local],
+      remote,
+      add,
+      ...(options.addMask !== undefined ? { addMask: options.addMask } : {}),
+      ...common(options),
+    });
+  }
+
+  /** Swap (RFC 7306): the word takes `swap` (under `swapMask`); resolves with its value before. */
+  swap(
+    local: Sge,
+    remote: RemoteBuffer,
+    swap: bigint,
+    options: ConvenienceOptions & { swapMask?: bigint } = {},
+  ): Promise<WorkCompletion> {
+    return this.settled({
+      opcode: 'atomic-swap',
+      sgList: [local],
+      remote,
+      swap,
+      ...(options.swapMask !== undefined ? { swapMask: options.swapMask } : {}),
+      ...common(options),
+    });
+  }
+
+  /** Compare-and-Swap (RFC 7306 CmpSwap): `swap` replaces the word if it equals `compare`; resolves with its value before. */
+  cmpSwap(
+    local: Sge,
+    remote: RemoteBuffer,
+    compare: bigint,
+    swap: bigint,
+    options: ConvenienceOptions & { compareMask?: bigint; swapMask?: bigint } = {},
+  ): Promise<WorkCompletion> {
+    return this.settled({
+      opcode: 'atomic-cmp-swap',
+      sgList: [local],
+      remote,
+      compare,
+      swap,
+      ...(options.compareMask !== undefined ? { compareMask: options.compareMask } : {}),
+      ...(options.swapMask !== undefined ? { swapMask: options.swapMask } : {}),
+      ...common(options),
+    });
+  }
+
   /** Posts one receive buffer and resolves with its completion (also reported on `recvCq`). */
   recv(local: Sge, options: { wrId?: WrId } = {}): Promise<WorkCompletion> {
     return new Promise<WorkCompletion>((resolve, reject) => {
@@ -287,8 +394,85 @@ export class QueuePair {
     settle?: Pending['settle'],
   ): { wr: SendWorkRequest & { readonly pending: Pending }; op: RdmapOperation; localStags: number[] } {
     const signaled = wr.signaled ?? this.sqSigAll;
-    const pending = (opcode: WcOpcode): Pending => ({ wrId: wr.wrId, opcode, signaled, ...(settle ? { settle } : {}) });
+    const pending = (opcode: WcOpcode, result?: Uint8Array): Pending => ({
+      wrId: wr.wrId,
+      opcode,
+      signaled,
+      ...(settle ? { settle } : {}),
+      ...(result ? { result } : {}),
+    });
     switch (wr.opcode) {
+      case 'rdma-write-with-imm': {
+        this.requireExtension('immediate');
+        checkU64(wr.immData, 'immData');
+        const { slices, stags, length } = this.gather(wr.sgList, 0);
+        checkRemote(wr.remote);
+        if (wr.remote.to + BigInt(length) > MAX_TO + 1n)
+          throw new InvalidWorkRequestError('the remote TO + length wraps 2^64 (RFC 5041 §7.1)');
+        return {
+          wr: { ...wr, pending: pending('rdma-write') },
+          op: {
+            type: 'write',
+            sinkStag: wr.remote.stag,
+            sinkTo: wr.remote.to,
+            payload: slices,
+            immediate: { data: wr.immData, solicited: wr.solicited ?? false },
+          },
+          localStags: stags,
+        };
+      }
+      case 'send-with-imm': {
+        this.requireExtension('immediate');
+        checkU64(wr.immData, 'immData');
+        const { slices, stags } = this.gather(wr.sgList, 0);
+        return {
+          wr: { ...wr, pending: pending('send') },
+          op: { type: 'send', payload: slices, immediate: { data: wr.immData, solicited: wr.solicited ?? false } },
+          localStags: stags,
+        };
+      }
+      case 'atomic-fetch-add':
+      case 'atomic-swap':
+      case 'atomic-cmp-swap': {
+        this.requireExtension('atomics');
+        if (!Array.isArray(wr.sgList) || wr.sgList.length !== 1)
+          throw new InvalidWorkRequestError(
+            'an atomic takes exactly one scatter element: 8 octets for the original value (RFC 7306)',
+          );
+        const sge = wr.sgList[0] as Sge;
+        const { offset, length } = this.checkSge(sge, Access.LocalWrite, 'the result element of an atomic');
+        if (length !== ATOMIC_OPERAND_LENGTH)
+          throw new SgeRangeError(`the result element of an atomic is ${length} octets; it must be 8 (RFC 7306)`);
+        checkRemote(wr.remote);
+        let data: bigint;
+        let mask: bigint | undefined;
+        let compare: { compareData: bigint; compareMask?: bigint } | undefined;
+        if (wr.opcode === 'atomic-fetch-add') {
+          data = checkU64(wr.add, 'add');
+          mask = wr.addMask === undefined ? undefined : checkU64(wr.addMask, 'addMask');
+        } else {
+          data = checkU64(wr.swap, 'swap');
+          mask = wr.swapMask === undefined ? undefined : checkU64(wr.swapMask, 'swapMask');
+          if (wr.opcode === 'atomic-cmp-swap')
+            compare = {
+              compareData: checkU64(wr.compare, 'compare'),
+              ...(wr.compareMask !== undefined ? { compareMask: checkU64(wr.compareMask, 'compareMask') } : {}),
+            };
+        }
+        return {
+          wr: { ...wr, pending: pending(wr.opcode, sge.mr.buffer.subarray(offset, offset + length)) },
+          op: {
+            type: 'atomic',
+            atomicOpcode: ATOMIC_OPCODE[wr.opcode],
+            remoteStag: wr.remote.stag,
+            remoteTo: wr.remote.to,
+            addOrSwapData: data,
+            ...(mask !== undefined ? { addOrSwapMask: mask } : {}),
+            ...compare,
+          },
+          localStags: [sge.mr.stag],
+        };
+      }
       case 'rdma-write': {
         const { slices, stags, length } = this.gather(wr.sgList, 0);
         checkRemote(wr.remote);
@@ -351,6 +535,11 @@ export class QueuePair {
       default:
         throw new InvalidWorkRequestError(`unknown opcode '${String((wr as { opcode: unknown }).opcode)}'`);
     }
+  }
+
+  /** RFC 7306: the extension must have been enabled for this connection (both ends agreed). */
+  private requireExtension(extension: 'atomics' | 'immediate'): void {
+    if (!this.stream?.extensions[extension]) throw new ExtensionNotEnabledError(extension);
   }
 
   private submit(
@@ -448,6 +637,9 @@ export class QueuePair {
 
   private onSendComplete(p: Pending, c: SendCompletion): void {
     this.sqOutstanding--;
+    // RFC 7306: the Original Remote Data Value goes into the atomic's local element, in wire (big-endian) order.
+    if (c.atomicResult !== undefined && p.result !== undefined)
+      new DataView(p.result.buffer, p.result.byteOffset, ATOMIC_OPERAND_LENGTH).setBigUint64(0, c.atomicResult);
     const wc: WorkCompletion = {
       wrId: p.wrId,
       status: c.status,
@@ -455,6 +647,7 @@ export class QueuePair {
       byteLen: c.byteLength,
       qpNum: this.qpNum,
       solicited: false,
+      ...(c.atomicResult !== undefined ? { atomicResult: c.atomicResult } : {}),
       ...(c.error ? { error: c.error } : {}),
     };
     if (p.signaled || wc.status !== 'success') this.sendCq.push(wc);
@@ -472,6 +665,7 @@ export class QueuePair {
       qpNum: this.qpNum,
       solicited: c.solicited,
       ...(c.invalidatedStag !== undefined ? { invalidatedStag: c.invalidatedStag } : {}),
+      ...(c.immediateData !== undefined ? { immData: c.immediateData } : {}),
       ...(c.error ? { error: c.error } : {}),
     };
     this.recvCq.push(wc);
@@ -533,6 +727,12 @@ function asList(local: Sge | readonly Sge[]): readonly Sge[] {
 function checkStag(stag: number, what: string): void {
   if (!Number.isInteger(stag) || stag < 0 || stag > MAX_STAG)
     throw new InvalidWorkRequestError(`${what} ${stag} is not a 32-bit unsigned integer`);
+}
+
+function checkU64(v: bigint, what: string): bigint {
+  if (typeof v !== 'bigint' || v < 0n || v > MAX_TO)
+    throw new InvalidWorkRequestError(`${what} ${String(v)} is not a 64-bit unsigned bigint`);
+  return v;
 }
 
 function checkRemote(remote: RemoteBuffer | undefined): void {

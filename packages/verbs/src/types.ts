@@ -64,7 +64,74 @@ export interface LocalInvalidateWr extends SendWrBase {
   readonly invalidateStag: number;
 }
 
-export type SendWorkRequest = RdmaWriteWr | RdmaReadWr | SendWr | SendWithInvalidateWr | LocalInvalidateWr;
+/**
+ * RDMA Write with Immediate (RFC 7306): the Write, then an Immediate Data message carrying `immData` (64
+ * bits), which completes the peer's next receive. `solicited` sends it as Immediate Data with SE.
+ */
+export interface RdmaWriteWithImmWr extends SendWrBase {
+  readonly opcode: 'rdma-write-with-imm';
+  readonly sgList: readonly Sge[];
+  readonly remote: RemoteBuffer;
+  readonly immData: bigint;
+  readonly solicited?: boolean;
+}
+
+/**
+ * Send with Immediate (RFC 7306): the Send, then an Immediate Data message; the peer gets two receive
+ * completions, the Send's and then the Immediate Data's (which carries `solicited`).
+ */
+export interface SendWithImmWr extends SendWrBase {
+  readonly opcode: 'send-with-imm';
+  readonly sgList: readonly Sge[];
+  readonly immData: bigint;
+  readonly solicited?: boolean;
+}
+
+interface AtomicWrBase extends SendWrBase {
+  /**
+   * Exactly one element of 8 octets with Local Write access: the remote word's original value is written
+   * there (big-endian, as on the wire) when the Atomic Response arrives.
+   */
+  readonly sgList: readonly [Sge];
+  /** The peer's 64-bit word: an STag with Remote Atomic access and an 8-octet-aligned TO. */
+  readonly remote: RemoteBuffer;
+}
+
+/** Fetch-and-Add (RFC 7306 FetchAdd): the word becomes word + `add`; `addMask` splits it into fields. */
+export interface AtomicFetchAddWr extends AtomicWrBase {
+  readonly opcode: 'atomic-fetch-add';
+  readonly add: bigint;
+  /** A 1 marks the top bit of a field (no carry out of it). Default 0: one 64-bit add. */
+  readonly addMask?: bigint;
+}
+
+/** Swap (RFC 7306 Swap): the bits of `swapMask` (default all) take `swap`. */
+export interface AtomicSwapWr extends AtomicWrBase {
+  readonly opcode: 'atomic-swap';
+  readonly swap: bigint;
+  readonly swapMask?: bigint;
+}
+
+/** Compare-and-Swap (RFC 7306 CmpSwap): if word equals `compare` under `compareMask`, swap as above. */
+export interface AtomicCmpSwapWr extends AtomicWrBase {
+  readonly opcode: 'atomic-cmp-swap';
+  readonly compare: bigint;
+  readonly swap: bigint;
+  readonly compareMask?: bigint;
+  readonly swapMask?: bigint;
+}
+
+export type SendWorkRequest =
+  | RdmaWriteWr
+  | RdmaReadWr
+  | SendWr
+  | SendWithInvalidateWr
+  | LocalInvalidateWr
+  | RdmaWriteWithImmWr
+  | SendWithImmWr
+  | AtomicFetchAddWr
+  | AtomicSwapWr
+  | AtomicCmpSwapWr;
 
 /** A receive buffer for an incoming Send (RFC 5040 §5.3): one element, Local Write access. */
 export interface RecvWorkRequest {
@@ -72,7 +139,15 @@ export interface RecvWorkRequest {
   readonly sgList: readonly [Sge];
 }
 
-export type WcOpcode = 'rdma-write' | 'rdma-read' | 'send' | 'local-invalidate' | 'recv';
+export type WcOpcode =
+  | 'rdma-write'
+  | 'rdma-read'
+  | 'send'
+  | 'local-invalidate'
+  | 'recv'
+  | 'atomic-fetch-add'
+  | 'atomic-swap'
+  | 'atomic-cmp-swap';
 
 /** Success, or why not (the RDMAP completion status: flushed, remote access error, ...). */
 export type WcStatus = CompletionStatus;
@@ -82,13 +157,20 @@ export interface WorkCompletion {
   readonly wrId: WrId | undefined;
   readonly status: WcStatus;
   readonly opcode: WcOpcode;
-  /** Octets moved: the Write or Send length, the Read size, or how much of the receive buffer a Send filled. */
+  /**
+   * Octets moved: the Write or Send length, the Read size, 8 for an atomic, or how much of the receive
+   * buffer a Send filled (0 for an Immediate Data receive).
+   */
   readonly byteLen: number;
   readonly qpNum: number;
   /** For receives of a Send with Invalidate: the STag the peer invalidated here (RFC 5040 §5.3). */
   readonly invalidatedStag?: number;
-  /** For receives: the Send asked for a Solicited Event (RFC 5040 §5.3). */
+  /** For receives: the Send (or Immediate Data) asked for a Solicited Event (RFC 5040 §5.3, RFC 7306). */
   readonly solicited: boolean;
+  /** For receives of an Immediate Data message: its 64 bits (RFC 7306; ibverbs' IBV_WC_WITH_IMM). */
+  readonly immData?: bigint;
+  /** For atomics: the remote word's value before the operation (also written to the work request's element). */
+  readonly atomicResult?: bigint;
   /** What went wrong, for statuses other than success. */
   readonly error?: Error;
 }
