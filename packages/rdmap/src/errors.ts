@@ -138,3 +138,8 @@ export type RdmapErrorCode =
 export function isRdmapError(x: unknown, code?: RdmapErrorCode): x is RdmapError {
   return x instanceof RdmapError && (code === undefined || x.code === code);
 }
+
+/** The LLP cannot carry RDMAP as asked: not reliable and ordered (RFC 5040 §3.1) without the reduced-semantics opt-in. */
+export class RdmapUnsuitableLlpError extends RdmapError {
+  readonly code = 'ERR_RDMAP_UNSUITABLE_LLP';
+}

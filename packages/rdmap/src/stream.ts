@@ -37,6 +37,7 @@ import {
   RdmapInvalidArgumentError,
   RdmapMessageTooLongError,
   RdmapStateError,
+  RdmapUnsuitableLlpError,
   TerminatedError,
 } from './errors.js';
 import { controlOf, encodeControl, encodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
@@ -104,6 +105,11 @@ export interface RdmapStreamOptions {
   readonly canRemoteInvalidate?: (region: MemoryRegion) => boolean;
   /** What the LLP promises, passed to DDP (ordered LLPs get the strict MO check). */
   readonly llpCapabilities?: { readonly reliable: boolean; readonly ordered: boolean };
+  /**
+   * Opt into RDMAP over an LLP that is not reliable and ordered (RFC 5040 §3.1 assumes one) with the
+   * reduced semantics of docs/UDP-LLP.md "RDMAP over this LLP". Without it such an LLP is refused.
+   */
+  readonly reducedSemantics?: boolean;
   /** Builds the DDP Stream (default `new DdpStream(llp, options)`). */
   readonly createDdp?: (llp: LlpStream, options: DdpStreamOptions) => DdpStreamApi;
   /**
@@ -185,6 +191,11 @@ export class RdmapStream {
       throw new RdmapInvalidArgumentError(`IRD ${this.ird} is not a count`);
     if (!Number.isInteger(this.ord) || this.ord < 0)
       throw new RdmapInvalidArgumentError(`ORD ${this.ord} is not a count`);
+    const caps = options.llpCapabilities;
+    if (caps && !(caps.reliable && caps.ordered) && options.reducedSemantics !== true)
+      throw new RdmapUnsuitableLlpError(
+        `RDMAP needs a reliable, ordered LLP (RFC 5040 §3.1); this one is ${caps.reliable ? 'reliable' : 'unreliable'} and ${caps.ordered ? 'ordered' : 'unordered'}. Pass reducedSemantics: true to run with the reduced semantics of docs/UDP-LLP.md`,
+      );
     this.ordPolicy = options.ordPolicy ?? 'queue';
     this.role = options.role ?? 'initiator';
     this.extensions = Object.freeze({

@@ -3,6 +3,7 @@
  * and a provoked Terminate, captured on lo and decoded by Wireshark's iWARP dissectors.
  */
 import { Access } from '@rddp/ddp';
+import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import type { LlpConnection } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -100,6 +101,41 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
       expect(w.text).toContain('Error Code for DDP Tagged Buffer: Invalid STag (0x00)');
       expect(w.text).toMatch(/Terminated DDP Header: c14000abcd00/);
       expect(w.goodCrc).toBe(w.fpduLengths.length);
+    } finally {
+      cap.dispose();
+    }
+  }, 60_000);
+
+  it('RFC 7306: Atomic Fetch-and-Add and Compare-and-Swap Requests and Responses decode cleanly (opcodes 0xA/0xB), Good CRC32', async () => {
+    const tt = toolTransport({ transport: 'tcp', mpaRev: '1', crc: true });
+    const p = await pairOn(tt);
+    const cap = await startCapture(p.port);
+    try {
+      const [c, s] = await p.connect();
+      const client = new RdmaSession(c, { profile: 'ietf', extensions: { atomics: true } });
+      const server = new RdmaSession(s, { profile: 'ietf', extensions: { atomics: true } });
+      const word = new Uint8Array(8);
+      const w = server.register(word, ACCESS_REMOTE_ATOMIC | Access.RemoteRead);
+      const add = await client.post({ type: 'atomic', atomicOpcode: AtomicOpcode.FetchAdd, remoteStag: w.stag, remoteTo: w.addr, addOrSwapData: 5n });
+      const cas = await client.post({
+        type: 'atomic',
+        atomicOpcode: AtomicOpcode.CmpSwap,
+        remoteStag: w.stag,
+        remoteTo: w.addr,
+        compareData: 5n,
+        addOrSwapData: 0x1122334455667788n,
+      });
+      expect(add.atomicResult).toBe(0n);
+      expect(cas.atomicResult).toBe(5n);
+      expect(Buffer.from(word).toString('hex')).toBe('1122334455667788');
+      await client.close();
+      const wire = await summarize(await cap.stop());
+      if (process.env.RDDP_WIRE_DUMP) console.log(wire.text);
+      expect(wire.malformed).toBe(0);
+      expect(unexpected(wire.expert)).toEqual([]);
+      expect((wire.text.match(/OpCode: Atomic Request \(0xa\)/gi) ?? []).length).toBe(2);
+      expect((wire.text.match(/OpCode: Atomic Response \(0xb\)/gi) ?? []).length).toBe(2);
+      expect(wire.goodCrc).toBe(wire.fpduLengths.length);
     } finally {
       cap.dispose();
     }

@@ -4,6 +4,7 @@
  * plain RDMA Writes, Reads and Sends. Data is verified at the end of every size unless --no-verify.
  */
 import { Access } from '@rddp/ddp';
+import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import type { LlpConnection } from '@rddp/llp';
 import { filter, firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
@@ -11,7 +12,10 @@ import { RdmaSession } from '../rping/session.js';
 import type { BwRow, LatRow } from './format.js';
 import { mbPerSec } from './format.js';
 
-export const PERF_TESTS = ['write_bw', 'read_bw', 'send_bw', 'write_lat', 'read_lat', 'send_lat'] as const;
+export const PERF_TESTS = ['write_bw', 'read_bw', 'send_bw', 'write_lat', 'read_lat', 'send_lat', 'atomic_bw', 'atomic_lat'] as const;
+
+/** RFC 7306 Fetch-and-Add of this much per operation in the atomic tests (the final word is checked). */
+const ATOMIC_ADD = 3n;
 export type PerfTest = (typeof PERF_TESTS)[number];
 
 export interface PerfParams {
@@ -88,7 +92,13 @@ export async function perfServe(
   log: (s: string) => void,
   stream = 0,
 ): Promise<PerfResult[]> {
-  const s = new RdmaSession(conn, { profile, stream, ...(perfDebug.log ? { debug: perfDebug.log } : {}) });
+  // The server offers the RFC 7306 atomics (IETF profile); a client uses them only in atomic_* tests.
+  const s = new RdmaSession(conn, {
+    profile,
+    stream,
+    ...(profile === 'ietf' ? { extensions: { atomics: true } } : {}),
+    ...(perfDebug.log ? { debug: perfDebug.log } : {}),
+  });
   // One buffer for HELLO; what follows depends on the test.
   s.postReceive(new Uint8Array(CONTROL_SIZE));
   const first = await s.recv();
@@ -97,7 +107,10 @@ export async function perfServe(
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = isSend ? undefined : new Control(s);
   const buf = new Uint8Array(maxSize(p));
-  const region = s.register(buf, Access.RemoteWrite | Access.RemoteRead | Access.LocalRead | Access.LocalWrite);
+  const region = s.register(
+    buf,
+    Access.RemoteWrite | Access.RemoteRead | Access.LocalRead | Access.LocalWrite | (p.test.startsWith('atomic') ? ACCESS_REMOTE_ATOMIC : 0),
+  );
   if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(buf, 1);
   // send_bw / send_lat: receive buffers on the Send queue, replenished as they complete.
   const recvs: Uint8Array[] = [];
@@ -156,7 +169,14 @@ export async function perfClient(
   onProgress?: (done: number, total: number) => void,
   stream = 0,
 ): Promise<PerfResult[]> {
-  const s = new RdmaSession(conn, { profile, stream, ...(perfDebug.log ? { debug: perfDebug.log } : {}) });
+  const atomic = p.test.startsWith('atomic');
+  if (atomic && profile !== 'ietf') throw new Error('the RFC 7306 atomics extend RDMAP version 1: not on the RDMA Consortium profile');
+  const s = new RdmaSession(conn, {
+    profile,
+    stream,
+    ...(atomic ? { extensions: { atomics: true } } : {}),
+    ...(perfDebug.log ? { debug: perfDebug.log } : {}),
+  });
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = isSend ? undefined : new Control(s);
   const local = new Uint8Array(maxSize(p));
@@ -182,7 +202,12 @@ export async function perfClient(
   let credits = SEND_CREDIT_BATCH * 2;
   const until = (start: number, i: number) =>
     p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
-  for (const [k, size] of p.sizes.entries()) {
+  let atomicOps = 0n;
+  const fetchAdd = () => {
+    atomicOps++;
+    return s.post({ type: 'atomic', atomicOpcode: AtomicOpcode.FetchAdd, remoteStag: remote.rkey, remoteTo: remote.addr, addOrSwapData: ATOMIC_ADD });
+  };
+  for (const [k, size] of (atomic ? [8] : p.sizes).entries()) {
     fillPattern(local.subarray(0, size), size);
     const payload = local.subarray(0, size);
     let result: PerfResult;
@@ -213,8 +238,9 @@ export async function perfClient(
           }
           credits--;
         }
-        const op =
-          p.test === 'write_bw'
+        const op = atomic
+          ? fetchAdd()
+          : p.test === 'write_bw'
             ? s.post({ type: 'write', sinkStag: remote.rkey, sinkTo: remote.addr, payload: [payload] })
             : p.test === 'read_bw'
               ? s.post({
@@ -235,7 +261,7 @@ export async function perfClient(
       await Promise.all(inflight);
       const ms = performance.now() - t0;
       const avg = mbPerSec(completed * size, ms);
-      const verified = p.verify ? await verify(s, p.test, size, local, region, remote) : true;
+      const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
       result = {
         kind: 'bw',
         verified,
@@ -252,7 +278,9 @@ export async function perfClient(
       const t0 = performance.now();
       for (let i = 0; until(t0, i); i++) {
         const ts = performance.now();
-        if (p.test === 'read_lat') {
+        if (atomic) {
+          await fetchAdd();
+        } else if (p.test === 'read_lat') {
           await s.post({
             type: 'read',
             sinkStag: region.stag,
@@ -271,9 +299,9 @@ export async function perfClient(
           const c = await echo;
           s.postReceive(c.buffer);
         }
-        samples.push(((performance.now() - ts) * 1000) / (p.test === 'read_lat' ? 1 : 2));
+        samples.push(((performance.now() - ts) * 1000) / (p.test === 'read_lat' || atomic ? 1 : 2));
       }
-      const verified = p.verify ? await verify(s, p.test, size, local, region, remote) : true;
+      const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
       result = {
         kind: 'lat',
         verified,
@@ -325,7 +353,13 @@ async function verify(
   local: Uint8Array,
   region: { stag: number; addr: bigint },
   remote: { addr: bigint; rkey: number },
+  atomicOps = 0n,
 ): Promise<boolean> {
+  if (test.startsWith('atomic')) {
+    // The word every Fetch-and-Add hit must hold their sum (read back over RDMA Read, network byte order).
+    await s.post({ type: 'read', sinkStag: region.stag, sinkTo: region.addr, size: 8, srcStag: remote.rkey, srcTo: remote.addr });
+    return new DataView(local.buffer, local.byteOffset, 8).getBigUint64(0) === atomicOps * ATOMIC_ADD;
+  }
   const expected = new Uint8Array(size);
   if (test === 'read_bw' || test === 'read_lat') {
     fillPattern(expected, 1);

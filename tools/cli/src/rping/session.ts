@@ -17,7 +17,15 @@ export class RdmaSession {
 
   constructor(
     readonly connection: LlpConnection,
-    options: { profile: 'ietf' | 'rdmac'; ird?: number; ord?: number; debug?: (s: string) => void; stream?: number },
+    options: {
+      profile: 'ietf' | 'rdmac';
+      ird?: number;
+      ord?: number;
+      debug?: (s: string) => void;
+      stream?: number;
+      /** RFC 7306 extensions both ends agreed on. */
+      extensions?: { atomics?: boolean; immediate?: boolean };
+    },
   ) {
     const debug = options.debug;
     const llp = connection.streams[options.stream ?? 0];
@@ -30,6 +38,7 @@ export class RdmaSession {
       llpCapabilities: connection.capabilities,
       ...(options.ird !== undefined ? { ird: options.ird } : {}),
       ...(options.ord !== undefined ? { ord: options.ord } : {}),
+      ...(options.extensions ? { extensions: options.extensions } : {}),
     });
     this.rdmap.completions$.subscribe((c) => {
       if (c.kind !== 'receive') return;

@@ -1,0 +1,255 @@
+/**
+ * One UDP LLP connection: the streams, the peer's connection id and address, and the demultiplexing of
+ * the peer's datagrams to them. Ends when all its streams have ended, then lingers a while to answer the
+ * peer's late FINs before it lets go of the socket.
+ */
+import {
+  ConnectionAbortedError,
+  type LlpAddress,
+  type LlpCapabilities,
+  type LlpCloseEvent,
+  type LlpConnection,
+  type LlpError,
+  type LlpSetupInfo,
+  type LlpStreamState,
+  OnceSubject,
+  type SendCallback,
+  withAbort,
+} from '@rddp/llp';
+import type { Observable } from 'rxjs';
+import type { Endpoint, Peer, SocketStats } from './endpoint.js';
+import type { ResolvedUdpOptions } from './options.js';
+import { type StreamHost, UdpStream } from './stream.js';
+import {
+  AbortCode,
+  ALL_STREAMS,
+  type DatagramHeader,
+  DatagramType,
+  decodeAbortBody,
+  encodeAbortBody,
+  type ParsedDatagram,
+} from './wire.js';
+
+let nextId = 1;
+
+export interface UdpConnectionInit {
+  readonly role: 'initiator' | 'responder';
+  readonly endpoint: Endpoint;
+  readonly localId: number;
+  readonly peerId: number;
+  /** The peer's address; datagrams from anywhere else are dropped. */
+  readonly peer: Peer;
+  readonly streams: number;
+  readonly mulpdu: number;
+  readonly crc: boolean;
+  /** The peer's receive window (from its REQUEST or ACCEPT). */
+  readonly peerWindow: number;
+  readonly options: ResolvedUdpOptions;
+  readonly capabilities: LlpCapabilities;
+  readonly localAddress: LlpAddress;
+  readonly setup: LlpSetupInfo;
+  /** Called once the connection has ended and lingered: it no longer uses the socket. */
+  readonly onReleased?: () => void;
+}
+
+/** Counters of one connection (its socket's are shared with the other connections on it). */
+export interface UdpConnectionStats {
+  datagramsSent: number;
+  datagramsReceived: number;
+  /** Datagrams from this peer's connection id but another address: dropped. */
+  wrongSource: number;
+  /** Datagrams without a CRC32c on a connection that uses one: dropped. */
+  missingCrc: number;
+  /** Datagrams naming a stream this connection does not have: dropped. */
+  badStream: number;
+  readonly socket: SocketStats;
+}
+
+export class UdpConnection implements LlpConnection {
+  readonly id: string;
+  readonly transport = 'udp';
+  readonly role: 'initiator' | 'responder';
+  readonly capabilities: LlpCapabilities;
+  readonly streams: readonly UdpStream[];
+  readonly localAddress: LlpAddress;
+  readonly remoteAddress: LlpAddress;
+  readonly setup: LlpSetupInfo;
+  /** Our connection id (the peer puts it in Destination connection id) and the peer's. */
+  readonly localId: number;
+  readonly peerId: number;
+  readonly crc: boolean;
+  private readonly endpoint: Endpoint;
+  private readonly peer: Peer;
+  private readonly closedSubject = new OnceSubject<LlpCloseEvent>();
+  private firstEvent: LlpCloseEvent | undefined;
+  private open: number;
+  private released = false;
+  private readonly lingerMs: number;
+  private readonly onReleased: (() => void) | undefined;
+  private readonly counters = { datagramsSent: 0, datagramsReceived: 0, wrongSource: 0, missingCrc: 0, badStream: 0 };
+
+  constructor(init: UdpConnectionInit) {
+    this.id = `udp-${nextId++}`;
+    this.role = init.role;
+    this.endpoint = init.endpoint;
+    this.localId = init.localId;
+    this.peerId = init.peerId;
+    this.peer = init.peer;
+    this.crc = init.crc;
+    this.capabilities = init.capabilities;
+    this.localAddress = init.localAddress;
+    this.remoteAddress = { host: init.peer.address, port: init.peer.port };
+    this.setup = init.setup;
+    this.onReleased = init.onReleased;
+    const o = init.options;
+    this.lingerMs = o.lingerMs;
+    const endpoint = this.endpoint;
+    const host: StreamHost = {
+      retransmitMs: o.retransmitMs,
+      closeTimeoutMs: o.closeTimeoutMs,
+      peerWindow: init.peerWindow,
+      holdLimit: 2 * o.receiveWindow,
+      sendData: (s, seq, parts, done) => this.sendData(s, seq, parts, done),
+      sendAck: (s, seq) => this.control(DatagramType.Ack, s, seq),
+      sendProbe: (s, seq) => this.control(DatagramType.Probe, s, seq),
+      sendFin: (s, seq) => this.control(DatagramType.Fin, s, seq),
+      sendFinAck: (s) => this.control(DatagramType.FinAck, s, 0),
+      sendAbort: (s) => this.control(DatagramType.Abort, s, 0, [encodeAbortBody(AbortCode.User)]),
+      get socketBlocked() {
+        return endpoint.aboveHighWater;
+      },
+      get socketDrained() {
+        return endpoint.belowLowWater;
+      },
+      waitForSocketDrain: (w) => endpoint.waitForDrain(w),
+      cancelSocketDrain: (w) => endpoint.cancelDrain(w),
+      streamClosed: (_s, e) => this.onStreamClosed(e),
+    };
+    this.streams = Array.from({ length: init.streams }, (_, i) => new UdpStream(i, init.mulpdu, host));
+    this.open = init.streams;
+    endpoint.acquire();
+    endpoint.activate();
+    endpoint.register(this.localId, (d, from) => this.onDatagram(d, from));
+  }
+
+  get state(): LlpStreamState {
+    if (this.closedSubject.fired) return 'closed';
+    return this.streams.some((s) => s.state !== 'open') ? 'closing' : 'open';
+  }
+  get closed$(): Observable<LlpCloseEvent> {
+    return this.closedSubject.observable;
+  }
+  get stats(): UdpConnectionStats {
+    return { ...this.counters, socket: { ...this.endpoint.stats } };
+  }
+
+  async close(signal?: AbortSignal): Promise<void> {
+    await withAbort(
+      Promise.all(this.streams.map((s) => s.close())).then(() => undefined),
+      signal,
+    );
+  }
+
+  /** Abortive teardown of every stream: one ABORT datagram (Stream id 0xffff), best effort. */
+  abort(reason?: LlpError): void {
+    if (this.closedSubject.fired) return;
+    this.control(DatagramType.Abort, ALL_STREAMS, 0, [encodeAbortBody(AbortCode.User)]);
+    for (const s of this.streams) {
+      s.quietAbort = true;
+      s.abort(reason);
+    }
+  }
+
+  /** The socket failed under the connection (e.g. ICMP port unreachable on a connected socket). */
+  socketFailed(e: Error): void {
+    if (this.closedSubject.fired) return;
+    const err = new ConnectionAbortedError(`UDP socket error: ${e.message}`, { cause: e });
+    for (const s of this.streams) s.fail(err);
+  }
+
+  private header(type: number, streamId: number, seq: number): DatagramHeader {
+    return { type, crc: this.crc, streamId, dst: this.peerId, src: this.localId, seq };
+  }
+
+  private sendData(streamId: number, seq: number, parts: readonly Uint8Array[], done: SendCallback | undefined): void {
+    this.counters.datagramsSent++;
+    this.endpoint.send(
+      this.header(DatagramType.Data, streamId, seq),
+      parts,
+      this.endpoint.connected ? undefined : this.peer,
+      done
+        ? (e) => done(e ? new ConnectionAbortedError(`UDP send failed: ${e.message}`, { cause: e }) : undefined)
+        : undefined,
+    );
+  }
+
+  private control(type: number, streamId: number, seq: number, body: readonly Uint8Array[] = []): void {
+    if (this.released) return;
+    this.counters.datagramsSent++;
+    this.endpoint.send(this.header(type, streamId, seq), body, this.endpoint.connected ? undefined : this.peer);
+  }
+
+  private onDatagram(d: ParsedDatagram, from: Peer): void {
+    const h = d.header;
+    if (h.src !== this.peerId || from.port !== this.peer.port || from.address !== this.peer.address) {
+      this.counters.wrongSource++;
+      return;
+    }
+    if (this.crc && !h.crc) {
+      this.counters.missingCrc++;
+      return;
+    }
+    this.counters.datagramsReceived++;
+    if (h.type === DatagramType.Abort && h.streamId === ALL_STREAMS) {
+      const code = decodeAbortBody(d.body);
+      for (const s of this.streams) s.onAbort(code);
+      return;
+    }
+    const s = this.streams[h.streamId];
+    if (!s) {
+      this.counters.badStream++;
+      return;
+    }
+    switch (h.type) {
+      case DatagramType.Data:
+        s.onData(h.seq, d.body);
+        return;
+      case DatagramType.Ack:
+        s.onAck(h.seq);
+        return;
+      case DatagramType.Probe:
+        s.onProbe(h.seq);
+        return;
+      case DatagramType.Fin:
+        s.onFin();
+        return;
+      case DatagramType.FinAck:
+        s.onFinAck();
+        return;
+      case DatagramType.Abort:
+        s.onAbort(decodeAbortBody(d.body));
+        return;
+      default:
+        // A retransmitted ACCEPT or REJECT after setup: nothing to do.
+        return;
+    }
+  }
+
+  private onStreamClosed(e: LlpCloseEvent): void {
+    this.firstEvent ??= e;
+    if (--this.open > 0) return;
+    this.closedSubject.fire(this.firstEvent);
+    // Linger: keep answering the peer's retransmitted FINs (its FIN_ACK may have been lost), then let go.
+    // The socket no longer keeps the process alive for this connection's sake.
+    this.endpoint.deactivate();
+    setTimeout(() => this.release(), this.lingerMs).unref();
+  }
+
+  private release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.endpoint.unregister(this.localId);
+    this.endpoint.release();
+    this.onReleased?.();
+  }
+}

@@ -1,0 +1,441 @@
+/**
+ * The UDP LLP transport: `connect` (REQUEST, resent until ACCEPT, REJECT, ABORT, the timer or the signal)
+ * and `listen` (one socket for every connection it accepts). See docs/UDP-LLP.md.
+ */
+import dgram from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import {
+  AddressInUseError,
+  abortError,
+  ConnectionAbortedError,
+  ConnectionRefusedError,
+  ConnectionRejectedError,
+  HeldSubject,
+  InvalidArgumentError,
+  isLlpError,
+  type LlpAddress,
+  type LlpCapabilities,
+  type LlpConnectDecision,
+  type LlpConnection,
+  type LlpConnectOptions,
+  type LlpError,
+  type LlpListener,
+  type LlpListenOptions,
+  LlpProtocolError,
+  LlpTimeoutError,
+  type LlpTransport,
+  throwIfAborted,
+} from '@rddp/llp';
+import { type Observable, Subject } from 'rxjs';
+import { UdpConnection } from './connection.js';
+import { Endpoint, type Peer } from './endpoint.js';
+import {
+  mulpduFor,
+  type ResolvedUdpOptions,
+  resolveOptions,
+  UDP_MAX_PRIVATE_DATA,
+  type UdpOptions,
+  withParams,
+} from './options.js';
+import {
+  AbortCode,
+  DatagramType,
+  decodeSetupBody,
+  encodeAbortBody,
+  encodeSetupBody,
+  MAX_STREAMS,
+  MIN_DATAGRAM,
+  MIN_WINDOW,
+  type ParsedDatagram,
+  type SetupBody,
+} from './wire.js';
+
+/** What UDP connections promise (DDPP core draft §3.4: unreliable, unordered; one ULPDU per datagram). */
+export function udpCapabilities(options: UdpOptions = {}): LlpCapabilities {
+  const o = resolveOptions(options);
+  return {
+    reliable: false,
+    ordered: false,
+    preservesMessageBoundaries: true,
+    // A CRC32c over every datagram (UDP's own 16-bit checksum is weaker than RFC 5041 §3 asks).
+    strongDigest: o.crc,
+    maxStreams: o.maxStreams,
+    maxPrivateData: UDP_MAX_PRIVATE_DATA,
+  };
+}
+
+function connectionCapabilities(crc: boolean, streams: number): LlpCapabilities {
+  return {
+    reliable: false,
+    ordered: false,
+    preservesMessageBoundaries: true,
+    strongDigest: crc,
+    maxStreams: streams,
+    maxPrivateData: UDP_MAX_PRIVATE_DATA,
+  };
+}
+
+function checkPrivateData(pd: Uint8Array | undefined): Uint8Array {
+  const data = pd ?? new Uint8Array(0);
+  if (!(data instanceof Uint8Array)) throw new InvalidArgumentError('private data must be a Uint8Array');
+  if (data.byteLength > UDP_MAX_PRIVATE_DATA)
+    throw new InvalidArgumentError(
+      `private data of ${data.byteLength} octets exceeds the UDP LLP's limit of ${UDP_MAX_PRIVATE_DATA}`,
+    );
+  return data;
+}
+
+/** A setup body the peer may send, or why not. */
+function setupProblem(b: SetupBody | undefined): string | undefined {
+  if (!b) return 'malformed setup body';
+  if (b.streams < 1 || b.streams > MAX_STREAMS) return `stream count ${b.streams}`;
+  if (b.datagramSize < MIN_DATAGRAM) return `datagram size ${b.datagramSize} below ${MIN_DATAGRAM}`;
+  if (b.window < MIN_WINDOW) return `receive window ${b.window} below ${MIN_WINDOW}`;
+  if (b.privateData.byteLength > UDP_MAX_PRIVATE_DATA) return `private data of ${b.privateData.byteLength} octets`;
+  return undefined;
+}
+
+function socketType(host: string): 'udp4' | 'udp6' {
+  return isIPv6(host) ? 'udp6' : 'udp4';
+}
+
+/** Asks the kernel for a larger receive buffer (best effort: Linux caps SO_RCVBUF at net.core.rmem_max). */
+function tuneSocket(socket: dgram.Socket, o: ResolvedUdpOptions): void {
+  try {
+    if (socket.getRecvBufferSize() < o.receiveBufferSize) socket.setRecvBufferSize(o.receiveBufferSize);
+  } catch (e) {
+    o.logger.debug('udp.rcvbuf', { message: (e as Error).message });
+  }
+}
+
+class UdpTransport implements LlpTransport {
+  readonly name = 'udp';
+  readonly capabilities: LlpCapabilities;
+  private readonly options: ResolvedUdpOptions;
+  private sockets = 0;
+
+  constructor(options: UdpOptions) {
+    this.options = resolveOptions(options);
+    this.capabilities = udpCapabilities(options);
+  }
+
+  private endpoint(socket: dgram.Socket, connected: boolean, o: ResolvedUdpOptions): Endpoint {
+    const seed = (o.faults?.seed ?? 1) + this.sockets++;
+    return new Endpoint(socket, connected, o.highWaterMark, o.faults, seed, o.logger);
+  }
+
+  async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<LlpConnection> {
+    throwIfAborted(options.signal);
+    const o = withParams(this.options, options.params);
+    const privateData = checkPrivateData(options.privateData);
+    const streams = options.streams ?? o.streams;
+    if (!Number.isInteger(streams) || streams < 1 || streams > MAX_STREAMS)
+      throw new InvalidArgumentError(`streams must be an integer 1..${MAX_STREAMS}, got ${streams}`);
+    const port = address.port;
+    if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535)
+      throw new InvalidArgumentError(`a UDP LLP connect needs a port 1..65535, got ${String(port)}`);
+    const host = address.host ?? '127.0.0.1';
+    const timeoutMs = options.timeoutMs ?? o.handshakeTimeoutMs;
+    const signal = options.signal;
+    const socket = dgram.createSocket(socketType(host));
+    const endpoint = this.endpoint(socket, true, o);
+    endpoint.acquire();
+    endpoint.activate();
+    const localId = endpoint.allocateId();
+    const request = encodeSetupBody({
+      streams,
+      datagramSize: o.datagramSize,
+      window: o.receiveWindow,
+      crc: o.crc,
+      privateData,
+    });
+    const sendRequest = () =>
+      endpoint.send(
+        { type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src: localId, seq: 0 },
+        [request],
+        undefined,
+      );
+    o.logger.debug('udp.connect', { host, port, streams, localId });
+
+    return new Promise<LlpConnection>((resolve, reject) => {
+      let settled = false;
+      let retransmit: NodeJS.Timeout | undefined;
+      const timer = setTimeout(
+        () => fail(new LlpTimeoutError(`UDP LLP connect to ${host}:${port} timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      const onAbort = () => fail(abortError(signal as AbortSignal));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const cleanup = () => {
+        settled = true;
+        clearTimeout(timer);
+        clearInterval(retransmit);
+        signal?.removeEventListener('abort', onAbort);
+        endpoint.unregister(localId);
+        endpoint.onError = undefined;
+      };
+      const fail = (e: LlpError) => {
+        if (settled) return;
+        cleanup();
+        endpoint.deactivate();
+        endpoint.release();
+        o.logger.debug('udp.connect-failed', { code: e.code, message: e.message });
+        reject(e);
+      };
+      endpoint.onError = (e) =>
+        fail(
+          e.code === 'ECONNREFUSED'
+            ? new ConnectionRefusedError(`nothing listens on UDP ${host}:${port} (ICMP port unreachable)`)
+            : new ConnectionRefusedError(`UDP LLP connect to ${host}:${port} failed: ${e.message}`),
+        );
+      endpoint.register(localId, (d) => {
+        if (settled || !d.header.crc) return; // setup datagrams always carry a CRC32c
+        const h = d.header;
+        if (h.type === DatagramType.Abort) {
+          fail(new ConnectionRefusedError(`the UDP peer at ${host}:${port} refused the connection (ABORT)`));
+          return;
+        }
+        const body = decodeSetupBody(d.body);
+        if (h.type === DatagramType.Reject) {
+          fail(new ConnectionRejectedError('the responder rejected the connection', body?.privateData));
+          return;
+        }
+        if (h.type !== DatagramType.Accept) return;
+        const problem =
+          setupProblem(body) ??
+          (body && body.streams > streams ? `granted ${body.streams} streams, asked for ${streams}` : undefined) ??
+          (body && body.datagramSize > o.datagramSize ? `datagram size ${body.datagramSize} above ours` : undefined) ??
+          (body && o.crc && !body.crc ? 'CRC32c asked for but not in use' : undefined);
+        if (problem || !body) {
+          endpoint.answerUnknown(d, { address: host, port }, AbortCode.Protocol);
+          fail(new LlpProtocolError(`bad ACCEPT from the UDP peer: ${problem}`));
+          return;
+        }
+        cleanup();
+        const local = socket.address();
+        const remote = socket.remoteAddress();
+        const conn = new UdpConnection({
+          role: 'initiator',
+          endpoint,
+          localId,
+          peerId: h.src,
+          peer: { address: remote.address, port: remote.port },
+          streams: body.streams,
+          mulpdu: mulpduFor(body.datagramSize, body.crc),
+          crc: body.crc,
+          peerWindow: body.window,
+          options: o,
+          capabilities: connectionCapabilities(body.crc, body.streams),
+          localAddress: { host: local.address, port: local.port },
+          setup: {
+            localPrivateData: privateData,
+            remotePrivateData: body.privateData,
+            negotiated: { crc: body.crc, datagramSize: body.datagramSize, streams: body.streams },
+          },
+        });
+        // The connection holds the socket now; the attempt lets go of it.
+        endpoint.deactivate();
+        endpoint.release();
+        endpoint.onError = (e) => conn.socketFailed(e);
+        o.logger.debug('udp.connected', { id: conn.id, localId, peerId: h.src, streams: body.streams });
+        resolve(conn);
+      });
+      socket.connect(port, host, (err?: Error) => {
+        if (settled) return;
+        if (err) {
+          fail(new ConnectionRefusedError(`cannot reach UDP ${host}:${port}: ${err.message}`, { cause: err }));
+          return;
+        }
+        tuneSocket(socket, o);
+        sendRequest();
+        retransmit = setInterval(sendRequest, o.retransmitMs);
+      });
+    });
+  }
+
+  async listen(address: LlpAddress, options: LlpListenOptions = {}): Promise<LlpListener> {
+    throwIfAborted(options.signal);
+    const o = withParams(this.options, options.params);
+    const host = address.host ?? '127.0.0.1';
+    const socket = dgram.createSocket(socketType(host));
+    await new Promise<void>((resolve, reject) => {
+      const onError = (e: NodeJS.ErrnoException) => {
+        socket.close();
+        reject(
+          e.code === 'EADDRINUSE'
+            ? new AddressInUseError(`UDP ${host}:${address.port} is in use`)
+            : new InvalidArgumentError(`cannot listen on UDP ${host}:${address.port ?? 0}: ${e.message}`),
+        );
+      };
+      socket.once('error', onError);
+      socket.bind(address.port ?? 0, host, () => {
+        socket.off('error', onError);
+        resolve();
+      });
+    });
+    tuneSocket(socket, o);
+    const endpoint = this.endpoint(socket, false, o);
+    endpoint.acquire();
+    endpoint.activate();
+    const bound = socket.address();
+    return new UdpListener(endpoint, { host: bound.address, port: bound.port }, o, options);
+  }
+}
+
+type Entry = { readonly kind: 'deciding' } | { readonly kind: 'answered'; readonly resend: () => void };
+
+/** A listening socket: answers REQUESTs, and carries every connection it accepted. */
+class UdpListener implements LlpListener {
+  private readonly connections = new HeldSubject<LlpConnection>();
+  private readonly errors = new Subject<LlpError>();
+  /** Requests seen, by initiator address and connection id: a retransmitted REQUEST gets the same answer. */
+  private readonly entries = new Map<string, Entry>();
+  private closed = false;
+
+  constructor(
+    private readonly endpoint: Endpoint,
+    readonly address: LlpAddress,
+    private readonly o: ResolvedUdpOptions,
+    private readonly listenOptions: LlpListenOptions,
+  ) {
+    endpoint.onRequest = (d, from) => this.onRequest(d, from);
+    endpoint.onError = (e) =>
+      this.errors.next(new ConnectionAbortedError(`UDP listener socket error: ${e.message}`, { cause: e }));
+    listenOptions.signal?.addEventListener('abort', () => void this.close(), { once: true });
+  }
+
+  get connections$(): Observable<LlpConnection> {
+    return this.connections.observable;
+  }
+  get errors$(): Observable<LlpError> {
+    return this.errors.asObservable();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.connections.complete();
+    this.errors.complete();
+    this.endpoint.deactivate();
+    this.endpoint.release(); // accepted connections keep the socket until they end
+  }
+
+  private onRequest(d: ParsedDatagram, from: Peer): void {
+    if (!d.header.crc) return; // setup datagrams always carry a CRC32c
+    const key = `${from.address}|${from.port}|${d.header.src}`;
+    const seen = this.entries.get(key);
+    if (seen) {
+      if (seen.kind === 'answered') seen.resend(); // our ACCEPT or REJECT was lost
+      return;
+    }
+    if (this.closed) {
+      this.endpoint.answerUnknown(d, from, AbortCode.NotListening);
+      return;
+    }
+    const body = decodeSetupBody(d.body);
+    const problem = setupProblem(body);
+    if (problem || !body) {
+      this.errors.next(new LlpProtocolError(`bad REQUEST from ${from.address}:${from.port}: ${problem}`));
+      this.endpoint.answerUnknown(d, from, AbortCode.Protocol);
+      return;
+    }
+    this.entries.set(key, { kind: 'deciding' });
+    void this.decide(d.header.src, body, from, key);
+  }
+
+  private async decide(initiatorId: number, req: SetupBody, from: Peer, key: string): Promise<void> {
+    const remoteAddress = { host: from.address, port: from.port };
+    const ask = this.listenOptions.onConnectRequest;
+    let decision: LlpConnectDecision;
+    let error: LlpError | undefined;
+    try {
+      decision = ask
+        ? await ask({
+            remoteAddress,
+            privateData: req.privateData,
+            params: { crc: req.crc, datagramSize: req.datagramSize, streams: req.streams, window: req.window },
+          })
+        : { accept: true };
+    } catch (e) {
+      decision = { accept: false };
+      error = new ConnectionAbortedError('onConnectRequest threw; the connection was rejected', { cause: e });
+    }
+    let pd: Uint8Array;
+    let o = this.o;
+    try {
+      pd = checkPrivateData(decision.privateData);
+      if (decision.accept) o = withParams(this.o, decision.params);
+    } catch (e) {
+      decision = { accept: false };
+      pd = new Uint8Array(0);
+      error = isLlpError(e) ? e : new InvalidArgumentError(String(e));
+    }
+    if (error) this.errors.next(error);
+    const answer = (type: number, src: number, body: SetupBody) => {
+      const bytes = encodeSetupBody(body);
+      return () => this.endpoint.send({ type, crc: true, streamId: 0, dst: initiatorId, src, seq: 0 }, [bytes], from);
+    };
+    if (this.closed && decision.accept) {
+      this.entries.delete(key);
+      this.endpoint.send(
+        { type: DatagramType.Abort, crc: true, streamId: 0, dst: initiatorId, src: 0, seq: 0 },
+        [encodeAbortBody(AbortCode.NotListening)],
+        from,
+      );
+      return;
+    }
+    if (!decision.accept) {
+      const resend = answer(DatagramType.Reject, 0, {
+        streams: req.streams,
+        datagramSize: req.datagramSize,
+        window: 0,
+        crc: req.crc,
+        privateData: pd,
+      });
+      this.entries.set(key, { kind: 'answered', resend });
+      setTimeout(() => this.entries.delete(key), o.lingerMs).unref();
+      resend();
+      return;
+    }
+    const streams = Math.min(req.streams, o.maxStreams);
+    const datagramSize = Math.min(req.datagramSize, o.datagramSize);
+    const crc = req.crc || o.crc; // either end asking for the CRC32c gets it
+    const localId = this.endpoint.allocateId();
+    const conn = new UdpConnection({
+      role: 'responder',
+      endpoint: this.endpoint,
+      localId,
+      peerId: initiatorId,
+      peer: from,
+      streams,
+      mulpdu: mulpduFor(datagramSize, crc),
+      crc,
+      peerWindow: req.window,
+      options: o,
+      capabilities: connectionCapabilities(crc, streams),
+      localAddress: this.address,
+      setup: {
+        localPrivateData: pd,
+        remotePrivateData: req.privateData,
+        negotiated: { crc, datagramSize, streams },
+      },
+      onReleased: () => this.entries.delete(key),
+    });
+    const resend = answer(DatagramType.Accept, localId, {
+      streams,
+      datagramSize,
+      window: o.receiveWindow,
+      crc,
+      privateData: pd,
+    });
+    this.entries.set(key, { kind: 'answered', resend });
+    resend();
+    o.logger.debug('udp.accepted', { id: conn.id, localId, peerId: initiatorId, streams, crc, datagramSize });
+    this.connections.next(conn);
+  }
+}
+
+/** The UDP LLP transport (unreliable, unordered; see docs/UDP-LLP.md). */
+export function udp(options: UdpOptions = {}): LlpTransport {
+  return new UdpTransport(options);
+}

@@ -1,0 +1,120 @@
+import dgram from 'node:dgram';
+import type { LlpConnection, LlpListener, LlpStream, LlpTransport, Ulpdu } from '@rddp/llp';
+import { firstValueFrom } from 'rxjs';
+import { type DatagramHeader, datagramParts, type ParsedDatagram, parseDatagram } from '../src/index.js';
+
+export function pattern(n: number, seed = 1): Uint8Array {
+  const b = new Uint8Array(n);
+  let x = (seed * 2654435761) >>> 0;
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    b[i] = x >>> 24;
+  }
+  return b;
+}
+
+export const hex = (u: Uint8Array): string => Buffer.from(u).toString('hex');
+
+/** Copies every ULPDU a stream receives (chunks are valid only during the call). */
+export function collect(stream: LlpStream): Uint8Array[] {
+  const got: Uint8Array[] = [];
+  stream.setReceiver((u: Ulpdu) => {
+    got.push(Buffer.concat(u.chunks.map((c) => Buffer.from(c.buffer, c.byteOffset, c.byteLength))));
+  });
+  return got;
+}
+
+export async function until(cond: () => boolean, ms = 3000): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Sends each ULPDU, waiting for drain when asked, and yields to the event loop every `pace` ULPDUs. */
+export async function sendAll(stream: LlpStream, ulpdus: readonly Uint8Array[], pace = 16): Promise<void> {
+  for (let i = 0; i < ulpdus.length; i++) {
+    if (!stream.send([ulpdus[i] as Uint8Array])) await stream.waitForDrain();
+    if (i % pace === pace - 1) await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** A connected pair through a fresh listener of `responder` (default: the same transport). */
+export async function connectPair(
+  initiator: LlpTransport,
+  responder: LlpTransport = initiator,
+  options: Parameters<LlpTransport['connect']>[1] = {},
+): Promise<[LlpConnection, LlpConnection, LlpListener]> {
+  const listener = await responder.listen({ host: '127.0.0.1', port: 0 });
+  const accepted = firstValueFrom(listener.connections$);
+  const a = await initiator.connect(listener.address, options);
+  const b = await accepted;
+  return [a, b, listener];
+}
+
+/** A bare UDP socket that speaks the wire format by hand: the other end of wire-level tests. */
+export class RawPeer {
+  readonly socket = dgram.createSocket('udp4');
+  private readonly queue: { d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo }[] = [];
+  private waiter: (() => void) | undefined;
+
+  static async open(): Promise<RawPeer> {
+    const p = new RawPeer();
+    await new Promise<void>((r) => p.socket.bind(0, '127.0.0.1', r));
+    return p;
+  }
+
+  private constructor() {
+    this.socket.on('message', (raw, from) => {
+      const r = parseDatagram(raw);
+      if (!r.ok) throw new Error(`RawPeer got a bad datagram: ${r.reason}`);
+      this.queue.push({ d: r.datagram, raw, from });
+      this.waiter?.();
+    });
+  }
+
+  get port(): number {
+    return this.socket.address().port;
+  }
+
+  /** The next datagram of `type` (others before it are discarded). */
+  async next(type: number, ms = 2000): Promise<{ d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo }> {
+    const t0 = Date.now();
+    for (;;) {
+      const i = this.queue.findIndex((q) => q.d.header.type === type);
+      if (i >= 0)
+        return this.queue.splice(0, i + 1).pop() as { d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo };
+      const left = ms - (Date.now() - t0);
+      if (left <= 0) throw new Error(`RawPeer: no datagram of type ${type} within ${ms} ms`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiter = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** Every datagram of `type` received so far (consumed). */
+  drain(type: number): ParsedDatagram[] {
+    const out = this.queue.filter((q) => q.d.header.type === type).map((q) => q.d);
+    this.queue.splice(0, this.queue.length, ...this.queue.filter((q) => q.d.header.type !== type));
+    return out;
+  }
+
+  send(h: DatagramHeader, body: readonly Uint8Array[], port: number): Promise<void> {
+    return this.sendRaw(Buffer.concat(datagramParts(h, body)), port);
+  }
+
+  sendRaw(bytes: Uint8Array, port: number): Promise<void> {
+    return new Promise<void>((resolve, reject) =>
+      this.socket.send(bytes, port, '127.0.0.1', (e) => (e ? reject(e) : resolve())),
+    );
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
