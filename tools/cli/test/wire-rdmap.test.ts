@@ -3,8 +3,8 @@
  * and a provoked Terminate, captured on lo and decoded by Wireshark's iWARP dissectors.
  */
 import { Access } from '@rddp/ddp';
-import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import type { LlpConnection } from '@rddp/llp';
+import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -116,7 +116,13 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
       const server = new RdmaSession(s, { profile: 'ietf', extensions: { atomics: true } });
       const word = new Uint8Array(8);
       const w = server.register(word, ACCESS_REMOTE_ATOMIC | Access.RemoteRead);
-      const add = await client.post({ type: 'atomic', atomicOpcode: AtomicOpcode.FetchAdd, remoteStag: w.stag, remoteTo: w.addr, addOrSwapData: 5n });
+      const add = await client.post({
+        type: 'atomic',
+        atomicOpcode: AtomicOpcode.FetchAdd,
+        remoteStag: w.stag,
+        remoteTo: w.addr,
+        addOrSwapData: 5n,
+      });
       const cas = await client.post({
         type: 'atomic',
         atomicOpcode: AtomicOpcode.CmpSwap,

@@ -4,15 +4,24 @@
  * plain RDMA Writes, Reads and Sends. Data is verified at the end of every size unless --no-verify.
  */
 import { Access } from '@rddp/ddp';
-import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import type { LlpConnection } from '@rddp/llp';
+import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import { filter, firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
 import { RdmaSession } from '../rping/session.js';
 import type { BwRow, LatRow } from './format.js';
 import { mbPerSec } from './format.js';
 
-export const PERF_TESTS = ['write_bw', 'read_bw', 'send_bw', 'write_lat', 'read_lat', 'send_lat', 'atomic_bw', 'atomic_lat'] as const;
+export const PERF_TESTS = [
+  'write_bw',
+  'read_bw',
+  'send_bw',
+  'write_lat',
+  'read_lat',
+  'send_lat',
+  'atomic_bw',
+  'atomic_lat',
+] as const;
 
 /** RFC 7306 Fetch-and-Add of this much per operation in the atomic tests (the final word is checked). */
 const ATOMIC_ADD = 3n;
@@ -109,7 +118,11 @@ export async function perfServe(
   const buf = new Uint8Array(maxSize(p));
   const region = s.register(
     buf,
-    Access.RemoteWrite | Access.RemoteRead | Access.LocalRead | Access.LocalWrite | (p.test.startsWith('atomic') ? ACCESS_REMOTE_ATOMIC : 0),
+    Access.RemoteWrite |
+      Access.RemoteRead |
+      Access.LocalRead |
+      Access.LocalWrite |
+      (p.test.startsWith('atomic') ? ACCESS_REMOTE_ATOMIC : 0),
   );
   if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(buf, 1);
   // send_bw / send_lat: receive buffers on the Send queue, replenished as they complete.
@@ -170,7 +183,8 @@ export async function perfClient(
   stream = 0,
 ): Promise<PerfResult[]> {
   const atomic = p.test.startsWith('atomic');
-  if (atomic && profile !== 'ietf') throw new Error('the RFC 7306 atomics extend RDMAP version 1: not on the RDMA Consortium profile');
+  if (atomic && profile !== 'ietf')
+    throw new Error('the RFC 7306 atomics extend RDMAP version 1: not on the RDMA Consortium profile');
   const s = new RdmaSession(conn, {
     profile,
     stream,
@@ -205,7 +219,13 @@ export async function perfClient(
   let atomicOps = 0n;
   const fetchAdd = () => {
     atomicOps++;
-    return s.post({ type: 'atomic', atomicOpcode: AtomicOpcode.FetchAdd, remoteStag: remote.rkey, remoteTo: remote.addr, addOrSwapData: ATOMIC_ADD });
+    return s.post({
+      type: 'atomic',
+      atomicOpcode: AtomicOpcode.FetchAdd,
+      remoteStag: remote.rkey,
+      remoteTo: remote.addr,
+      addOrSwapData: ATOMIC_ADD,
+    });
   };
   for (const [k, size] of (atomic ? [8] : p.sizes).entries()) {
     fillPattern(local.subarray(0, size), size);
@@ -357,7 +377,14 @@ async function verify(
 ): Promise<boolean> {
   if (test.startsWith('atomic')) {
     // The word every Fetch-and-Add hit must hold their sum (read back over RDMA Read, network byte order).
-    await s.post({ type: 'read', sinkStag: region.stag, sinkTo: region.addr, size: 8, srcStag: remote.rkey, srcTo: remote.addr });
+    await s.post({
+      type: 'read',
+      sinkStag: region.stag,
+      sinkTo: region.addr,
+      size: 8,
+      srcStag: remote.rkey,
+      srcTo: remote.addr,
+    });
     return new DataView(local.buffer, local.byteOffset, 8).getBigUint64(0) === atomicOps * ATOMIC_ADD;
   }
   const expected = new Uint8Array(size);
