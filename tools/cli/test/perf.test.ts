@@ -1,13 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import net from 'node:net';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { perfLoopback, perfParams } from '../src/commands/perf.js';
 import { PERF_TESTS } from '../src/perf/engine.js';
 import { allSizes } from '../src/perf/format.js';
+import { freePort, run } from './procs.js';
 
-const RDDP = path.resolve(__dirname, '../../rddp');
 const base = { port: '0', size: '4096', iters: '40', txDepth: '16', verify: true } as const;
 
 describe('rddp perf: perftest tests, both ends in one process', () => {
@@ -58,27 +54,6 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     expect(() => perfParams('write_bw', { ...base, transport: 'tcp', size: '0' })).toThrow(/-s must be/);
   });
 });
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as net.AddressInfo).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
-
-function run(args: string[]): {
-  child: ChildProcess;
-  done: Promise<{ code: number | null; out: string; err: string }>;
-} {
-  const child = spawn(RDDP, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (err += d));
-  return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
-}
 
 describe('rddp perf between two processes', () => {
   it('`perf write_bw` (server) and `perf write_bw 127.0.0.1` (client) print the perftest table', async () => {

@@ -1,33 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import net from 'node:net';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { decodeInfo, encodeInfo, fillPing } from '../src/rping/protocol.js';
-
-const RDDP = path.resolve(__dirname, '../../rddp');
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as net.AddressInfo).port;
-  s.close();
-  await once(s, 'close');
-  return port;
-}
-
-function run(args: string[]): {
-  child: ChildProcess;
-  done: Promise<{ code: number | null; out: string; err: string }>;
-} {
-  const child = spawn(RDDP, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (err += d));
-  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err }));
-  return { child, done };
-}
+import { freePort, run } from './procs.js';
 
 async function waitForListening(server: ChildProcess): Promise<void> {
   await new Promise<void>((resolve, reject) => {
