@@ -5,6 +5,7 @@ import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf.js';
 import { registerRping } from './commands/rping.js';
 import { registerSctpExperiment } from './commands/sctp-experiment.js';
+import { registerSoak } from './commands/soak.js';
 
 /** The `rddp` command line. Each command lives in ./commands/<name>.ts. */
 export function buildProgram(): Command {
@@ -24,5 +25,6 @@ export function buildProgram(): Command {
   registerPerf(program);
   registerFuzz(program);
   registerSctpExperiment(program);
+  registerSoak(program);
   return program;
 }

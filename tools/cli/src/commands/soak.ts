@@ -1,0 +1,91 @@
+/**
+ * `rddp soak` (`pnpm soak --minutes N`) — a long run that checks memory stays flat: MPA/TCP RDMA Writes,
+ * Reads and Sends between two in-process endpoints, new connections every round, RSS sampled each
+ * second. Fails when RSS after warm-up grows by more than the allowed budget.
+ */
+import type { Command } from 'commander';
+import { UsageError } from '../transports.js';
+import { perfLoopback } from './perf.js';
+
+export interface SoakSample {
+  readonly seconds: number;
+  readonly rssMiB: number;
+  readonly rounds: number;
+}
+
+export async function runSoak(
+  o: { minutes: number; budgetMiB: number; transport: string },
+  onSample: (s: SoakSample) => void,
+): Promise<{ samples: SoakSample[]; growthMiB: number; ok: boolean }> {
+  const t0 = performance.now();
+  const samples: SoakSample[] = [];
+  let rounds = 0;
+  const timer = setInterval(() => {
+    const s = {
+      seconds: Math.round((performance.now() - t0) / 1000),
+      rssMiB: process.memoryUsage().rss / 2 ** 20,
+      rounds,
+    };
+    samples.push(s);
+    onSample(s);
+  }, 1000);
+  const tests = ['write_bw', 'read_bw', 'send_bw', 'send_lat'];
+  try {
+    while (performance.now() - t0 < o.minutes * 60_000) {
+      const test = tests[rounds % tests.length] as string;
+      const r = await perfLoopback(
+        test,
+        { port: '0', size: '65536', iters: '200', txDepth: '16', verify: true, transport: o.transport, json: true },
+        () => {},
+      );
+      if (!r.every((x) => x.verified)) throw new Error(`soak round ${rounds} (${test}): data verification failed`);
+      rounds++;
+    }
+  } finally {
+    clearInterval(timer);
+  }
+  // Growth after warm-up: the median of the last fifth against the median of the second fifth.
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const fifth = Math.max(1, Math.floor(samples.length / 5));
+  const early = med(samples.slice(fifth, 2 * fifth).map((s) => s.rssMiB));
+  const late = med(samples.slice(-fifth).map((s) => s.rssMiB));
+  const growthMiB = samples.length >= 5 ? late - early : 0;
+  return { samples, growthMiB, ok: growthMiB <= o.budgetMiB };
+}
+
+export function registerSoak(program: Command): void {
+  program
+    .command('soak')
+    .description(
+      'long run over MPA/TCP (Writes, Reads, Sends, new connections each round) checking that memory stays flat',
+    )
+    .option('--minutes <n>', 'how long', '5')
+    .option('--budget <MiB>', 'allowed RSS growth after warm-up', '32')
+    .option('--transport <name>', 'tcp, sctp or loopback', 'tcp')
+    .option('--json', 'one JSON sample per second, then a summary')
+    .addHelpText('after', '\nExample:\n  pnpm soak --minutes 30')
+    .action(async (raw: { minutes: string; budget: string; transport: string; json?: boolean }) => {
+      const minutes = Number(raw.minutes);
+      const budgetMiB = Number(raw.budget);
+      if (!(minutes > 0) || !(budgetMiB > 0)) throw new UsageError('--minutes and --budget must be positive');
+      const res = await runSoak({ minutes, budgetMiB, transport: raw.transport }, (s) =>
+        console.log(
+          raw.json
+            ? JSON.stringify(s)
+            : `${String(s.seconds).padStart(6)} s  RSS ${s.rssMiB.toFixed(1).padStart(8)} MiB  rounds ${s.rounds}`,
+        ),
+      );
+      const summary = {
+        growthMiB: Number(res.growthMiB.toFixed(1)),
+        budgetMiB,
+        ok: res.ok,
+        rounds: res.samples.at(-1)?.rounds ?? 0,
+      };
+      console.log(
+        raw.json
+          ? JSON.stringify(summary)
+          : `RSS growth after warm-up: ${summary.growthMiB} MiB (budget ${budgetMiB} MiB): ${res.ok ? 'flat' : 'GROWING'}`,
+      );
+      if (!res.ok) process.exitCode = 1;
+    });
+}
