@@ -42,7 +42,20 @@ export class StagTable implements StagTableApi {
   private readonly regions = new Map<number, Region>();
   private readonly keys = new Map<number, number>();
   private nextIndex = 1; // index 0 is left unused: STag 0 is RFC 5040's "no STag" in several fields
-  constructor(private readonly maxRegions = 1 << 20) {}
+  private registeredBytes = 0;
+  /**
+   * Limits (RFC 5042 resource consumption): at most `maxRegions` regions and `maxRegisteredBytes` octets
+   * registered at once; beyond them `register` throws `StagTableFullError`.
+   */
+  constructor(
+    private readonly maxRegions = 1 << 20,
+    private readonly maxRegisteredBytes = Number.MAX_SAFE_INTEGER,
+  ) {}
+
+  /** Octets registered now. */
+  get bytes(): number {
+    return this.registeredBytes;
+  }
 
   get size(): number {
     return this.regions.size;
@@ -63,12 +76,17 @@ export class StagTable implements StagTableApi {
       throw new DdpInvalidArgumentError(`consumer key ${o.key} is not 8 bits`);
     if (this.regions.size >= this.maxRegions)
       throw new StagTableFullError(`the STag table holds its limit of ${this.maxRegions} regions`);
+    if (this.registeredBytes + length > this.maxRegisteredBytes)
+      throw new StagTableFullError(
+        `registering ${length} octets would pass the limit of ${this.maxRegisteredBytes} registered octets (${this.registeredBytes} in use)`,
+      );
     const index = this.freeIndex();
     const key = o.key ?? ((this.keys.get(index) ?? -1) + 1) & 0xff;
     this.keys.set(index, key);
     const stag = ((index << 8) | key) >>> 0;
     const r = new Region(stag, o.pdId, o.buffer.subarray(0, length), baseTo, length, o.access);
     this.regions.set(index, r);
+    this.registeredBytes += length;
     return r;
   }
 
@@ -103,6 +121,7 @@ export class StagTable implements StagTableApi {
       throw new UnknownStagError(`STag 0x${(stag >>> 0).toString(16)} is not registered`);
     r.valid = false;
     this.regions.delete(stag >>> 8);
+    this.registeredBytes -= r.length;
   }
 
   private freeIndex(): number {

@@ -232,3 +232,22 @@ describe('robustness of the ULP hook', () => {
     expect(sink.deliveries).toEqual([]);
   });
 });
+
+describe('resource limits of the STag table (RFC 5042: resource consumption)', () => {
+  it('registering past the region or octet limit throws StagTableFullError; deregistering frees room', async () => {
+    const { StagTable, StagTableFullError } = await import('../src/index.js');
+    const t = new StagTable(2, 100);
+    const a = t.register({ pdId: 1, buffer: new Uint8Array(60), access: Access.RemoteWrite });
+    expect(() => t.register({ pdId: 1, buffer: new Uint8Array(41), access: Access.RemoteWrite })).toThrow(
+      StagTableFullError,
+    );
+    t.register({ pdId: 1, buffer: new Uint8Array(40), access: Access.RemoteWrite });
+    expect(t.bytes).toBe(100);
+    expect(() => t.register({ pdId: 1, buffer: new Uint8Array(0), access: Access.RemoteWrite })).toThrow(
+      /limit of 2 regions/,
+    );
+    t.deregister(a.stag);
+    expect(t.bytes).toBe(40);
+    expect(t.register({ pdId: 1, buffer: new Uint8Array(60), access: Access.RemoteWrite }).stag).not.toBe(a.stag);
+  });
+});

@@ -15,6 +15,7 @@ import {
   type LlpListener,
   type LlpListenOptions,
   LlpTimeoutError,
+  ResourceLimitError,
 } from '@rddp/llp';
 import { type Observable, Subject } from 'rxjs';
 import { MpaTcpConnection } from './connection.js';
@@ -48,6 +49,7 @@ export class MpaTcpListener implements LlpListener {
   private readonly connections = new HeldSubject<LlpConnection>();
   private readonly errors = new Subject<LlpError>();
   private readonly attempts = new Set<Attempt>();
+  private established = 0;
   private closed = false;
 
   constructor(
@@ -83,6 +85,13 @@ export class MpaTcpListener implements LlpListener {
     this.errors.complete();
   }
 
+  /** Hands an established connection to the ULP and counts it until it closes. */
+  private emit(c: LlpConnection): void {
+    this.established++;
+    c.closed$.subscribe(() => this.established--);
+    this.connections.next(c);
+  }
+
   private report(error: LlpError, remote: LlpAddress): void {
     this.options.logger.debug('mpa.accept.failed', { remote, code: error.code, message: error.message });
     if (!this.closed) this.errors.next(error);
@@ -94,8 +103,24 @@ export class MpaTcpListener implements LlpListener {
       socket.destroy();
       return;
     }
-    socket.setNoDelay(this.options.noDelay);
     const remote: LlpAddress = { host: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+    // Resource limits: a peer beyond them gets a reset, the ULP a typed error — never an unbounded queue.
+    const o = this.options;
+    if (this.attempts.size >= o.maxPendingStartups || this.established >= o.maxConnections) {
+      socket.resetAndDestroy();
+      const which =
+        this.attempts.size >= o.maxPendingStartups
+          ? `${o.maxPendingStartups} MPA startups in progress`
+          : `${o.maxConnections} connections`;
+      this.report(
+        new ResourceLimitError(
+          `listener limit reached (${which}): connection from ${remote.host}:${remote.port} refused`,
+        ),
+        remote,
+      );
+      return;
+    }
+    socket.setNoDelay(this.options.noDelay);
     const timeoutMs = this.options.handshakeTimeoutMs;
     const collector = new FrameCollector('request');
     let phase: 'request' | 'decision' | 'rtr' | 'done' = 'request';
@@ -225,7 +250,7 @@ export class MpaTcpListener implements LlpListener {
       this.options.logger.debug('mpa.reply', { connection: c.id, remote, negotiated });
       if (negotiated.rtr === false) {
         finish();
-        this.connections.next(c);
+        this.emit(c);
         return;
       }
       // RFC 6581: the Responder is established once the Initiator's RTR has arrived.
@@ -239,7 +264,7 @@ export class MpaTcpListener implements LlpListener {
         if (phase === 'done') return;
         finish();
         sub.unsubscribe();
-        this.connections.next(c);
+        this.emit(c);
       });
     };
 

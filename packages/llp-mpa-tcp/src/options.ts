@@ -30,6 +30,10 @@ export interface MpaTcpOptions {
   readonly closeTimeoutMs?: number;
   /** TCP_NODELAY (default true, as siw sets it): FPDUs leave without Nagle delay; corking batches them. */
   readonly noDelay?: boolean;
+  /** Listener: most established connections at once; more are reset and reported (default 4096). */
+  readonly maxConnections?: number;
+  /** Listener: most MPA startups in progress at once (slow or idle peers); more are reset (default 256). */
+  readonly maxPendingStartups?: number;
   readonly logger?: LlpLogger;
 }
 
@@ -42,6 +46,8 @@ export interface ResolvedTransportOptions {
   readonly handshakeTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly noDelay: boolean;
+  readonly maxConnections: number;
+  readonly maxPendingStartups: number;
   readonly logger: LlpLogger;
 }
 
@@ -70,6 +76,8 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     noDelay: o.noDelay ?? true,
+    maxConnections: positive('maxConnections', o.maxConnections, 4096),
+    maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),
     logger: o.logger ?? silentLogger,
   };
 }

@@ -8,6 +8,8 @@ import { type QpInit, QueuePair } from './qp.js';
 export interface DeviceOptions {
   /** Most memory regions registered at once (default 2^20). */
   readonly maxRegions?: number;
+  /** Most octets registered at once (default: no limit beyond memory). */
+  readonly maxRegisteredBytes?: number;
 }
 
 /**
@@ -20,7 +22,7 @@ export class Device {
   private nextQp = 1;
 
   constructor(options: DeviceOptions = {}) {
-    this.stags = new StagTable(options.maxRegions);
+    this.stags = new StagTable(options.maxRegions, options.maxRegisteredBytes);
   }
 
   /** A new protection domain: its memory regions serve only its queue pairs (RFC 5040 §8.1.1). */
