@@ -88,7 +88,8 @@ export class Transmitter {
         resolve,
         reject,
       });
-      if (!this.pumping) void this.pump();
+      if (!this.pumping)
+        this.pump().catch((e: unknown) => this.fail(e instanceof Error ? e : new DdpStreamClosedError(String(e))));
     });
   }
 

@@ -41,7 +41,8 @@ beforeAll(async () => {
     if (first) {
       // The honest client's connection: rping served for as long as it pings.
       first = false;
-      void rpingServe(c, tt, { size: 64, verbose: false }, quiet);
+      // Aborted by afterAll at the end; a failure before that shows as a stall in honestProgresses().
+      rpingServe(c, tt, { size: 64, verbose: false }, quiet).catch(() => {});
       return;
     }
     const session = new RdmaSession(c, { profile: 'ietf', ird: 2 });
@@ -239,6 +240,28 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
     await raw.closed;
     await new Promise((r) => setTimeout(r, 100));
     expect(v.session.rdmap.state).toMatch(/error|closed/);
+    await honestProgresses();
+  }, 30_000);
+
+  it('a peer that never reads: the send path stops at the high-water mark, posted work waits, nothing grows without bound', async () => {
+    const raw = await handshake();
+    raw.socket.pause(); // never read
+    const v = victims.at(-1) as Victim;
+    const mpa = v.session.connection as unknown as { stream: { socket: { writableLength: number } } };
+    const payload = new Uint8Array(64 * 1024);
+    const posted = Array.from({ length: 400 }, () =>
+      v.session.post({ type: 'write', sinkStag: 0x100, sinkTo: 0n, payload: [payload] }).then(
+        () => 'done',
+        () => 'flushed',
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    // 25 MiB were posted; what sits in the socket's user-space buffer stays near the 1 MiB high-water mark
+    // (the kernel's socket buffers take their share first).
+    expect(mpa.stream.socket.writableLength).toBeLessThan(3 * 1024 * 1024);
+    raw.socket.resetAndDestroy();
+    const outcomes = await Promise.all(posted);
+    expect(outcomes).toContain('flushed'); // never delivered, reported, not lost silently
     await honestProgresses();
   }, 30_000);
 });
