@@ -251,3 +251,28 @@ describe('resource limits of the STag table (RFC 5042: resource consumption)', (
     expect(t.register({ pdId: 1, buffer: new Uint8Array(60), access: Access.RemoteWrite }).stag).not.toBe(a.stag);
   });
 });
+
+describe('STag hygiene (RFC 5042): deregistration while a message is in flight', () => {
+  it('segments after the STag is deregistered are refused (Invalid STag) and write nothing into the old buffer', async () => {
+    const { raw, sink } = await rawPeer();
+    const buf = new Uint8Array(64);
+    const r = sink.stags.register({ pdId: 1, buffer: buf, access: Access.RemoteWrite });
+    const first = new Uint8Array(14 + 16).fill(0x11);
+    encodeTaggedHeader({ last: false, dv: 1, rsvdUlp: 0, stag: r.stag, to: 0n }, first);
+    raw.send([first]);
+    await until(() => sink.placements.length === 1);
+    sink.stags.deregister(r.stag); // the application takes the buffer back mid-message
+    const second = new Uint8Array(14 + 16).fill(0x22);
+    encodeTaggedHeader({ last: true, dv: 1, rsvdUlp: 0, stag: r.stag, to: 16n }, second);
+    raw.send([second]);
+    await until(() => sink.errors.length === 1);
+    expect([sink.errors[0]?.type, sink.errors[0]?.code]).toEqual([T, TaggedErrorCode.InvalidStag]);
+    expect(buf.subarray(0, 16).every((x) => x === 0x11)).toBe(true);
+    expect(buf.subarray(16).every((x) => x === 0)).toBe(true);
+    // A new registration does not bring the old STag back: indexes are not reused at once, and a reused
+    // index gets the next consumer key (DDPP core draft §3.4: no immediate STag reuse).
+    const again = sink.stags.register({ pdId: 1, buffer: new Uint8Array(64), access: Access.RemoteWrite });
+    expect(again.stag).not.toBe(r.stag);
+    expect(sink.stags.lookup(r.stag)).toBeUndefined();
+  });
+});
