@@ -39,6 +39,8 @@ export class SendQueue {
   private readonly waiting: QueueItem[] = [];
   private readonly unacked: { lastTsn: number; items: QueueItem[] }[] = [];
   private busy = false;
+  /** The batch handed to the package whose last SEND callback is awaited. */
+  private current: QueueItem[] | undefined;
   private ended: LlpError | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private probeArmed = false;
@@ -75,6 +77,11 @@ export class SendQueue {
 
   /** A SACK was processed by the package: settle what it acknowledged, send what now fits. */
   onSack(): void {
+    // After loss recovery the package may never call the last SEND's callback (it keeps one, and
+    // retransmission paths overwrite it): once nothing is in flight, the batch was sent and acknowledged.
+    const batch = this.current;
+    const bundlingQueue = (this.association as unknown as { queue?: unknown[] }).queue;
+    if (this.busy && batch && allAcked(this.association) && (bundlingQueue?.length ?? 0) === 0) this.sent(batch);
     this.settle();
     this.pump();
   }
@@ -138,6 +145,7 @@ export class SendQueue {
     }
     this.probeArmed = false;
     this.busy = true;
+    this.current = batch;
     for (const it of batch) it.dequeued?.(it.length);
     const last = batch.length - 1;
     for (let i = 0; i <= last; i++) {
@@ -161,7 +169,8 @@ export class SendQueue {
   }
 
   private sent(batch: QueueItem[]): void {
-    if (this.ended) return;
+    if (this.ended || this.current !== batch) return;
+    this.current = undefined;
     this.busy = false;
     this.unacked.push({ lastTsn: lastAssignedTsn(this.association), items: batch });
     this.settle();

@@ -90,10 +90,9 @@ async function run(ns: string, args: string[], ms: number): Promise<{ code: numb
   return { code, out, err };
 }
 
-async function transfer(transport: string, octets: number, loss: number): Promise<string> {
+async function transfer(transport: string, octets: number, loss: number, size = 1 << 20): Promise<string> {
   setLoss(loss);
   const port = String(20_000 + Math.floor(Math.random() * 20_000));
-  const size = 1 << 20;
   const iters = String(Math.max(1, Math.floor(octets / size)));
   const common = ['-p', port, '-s', String(size), '-n', iters, '-t', '8', '--transport', transport];
   const server = run(B, ['perf', 'write_bw', ...common], 240_000);
@@ -156,7 +155,12 @@ describe.skipIf(why !== undefined)(
         await transfer('tcp', 256 << 20, loss);
       }, 300_000);
 
-    // SCTP (UDP encapsulation) under loss is not here: the pure-JavaScript `sctp` package loses the
-    // association within a minute at 1 % loss (docs/SCTP.md, "Loss"), an open defect.
+    // SCTP (UDP encapsulation): the pure-JavaScript `sctp` package recovers each loss by a retransmission
+    // timeout (≥ 1 s), so moving data under loss is slow (docs/SCTP.md, "Loss"); these runs are sized to
+    // prove correctness — every message delivered and verified, no stalled association — not throughput.
+    for (const loss of [1, 3])
+      it(`SCTP (UDP encapsulation): 2 MiB of verified RDMA Writes at ${loss} % packet loss`, async () => {
+        await transfer('sctp', 2 << 20, loss, 256 * 1024);
+      }, 300_000);
   },
 );
