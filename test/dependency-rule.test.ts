@@ -6,7 +6,7 @@ import { CORE_PACKAGES, checkPackage, importsOf } from './dependency-rule.js';
 
 describe('dependency rule: core packages depend on the LLP contract only', () => {
   for (const name of CORE_PACKAGES) {
-    it(`packages/${name} imports no transport, socket API or LLP plugin`, () => {
+    it(`packages/${name} (sources and tests) imports no transport, socket API or LLP plugin`, () => {
       expect(checkPackage(join(import.meta.dirname, '..', 'packages', name))).toEqual([]);
     });
   }
@@ -35,8 +35,15 @@ const r = require("net");`),
         `import { Subject } from 'rxjs';\nimport type { LlpStream } from '@rddp/llp';\n`,
       );
       writeFileSync(join(dir, 'src', 'sub', 'bad.ts'), `import 'node:net';\nimport { sctp } from '@rddp/llp-sctp';\n`);
+      // A test that reaches for a transport breaks the rule too.
+      mkdirSync(join(dir, 'test'));
+      writeFileSync(
+        join(dir, 'test', 'x.test.ts'),
+        `import { it } from 'vitest';\nimport { createLoopbackPair } from '@rddp/llp-loopback';\n`,
+      );
       const v = checkPackage(dir);
-      expect(v).toHaveLength(3);
+      expect(v).toHaveLength(4);
+      expect(v.join('\n')).toMatch(/test\/x\.test\.ts imports @rddp\/llp-loopback/);
       expect(v.join('\n')).toMatch(/depends on @rddp\/llp-mpa-tcp/);
       expect(v.join('\n')).toMatch(/imports node:net/);
       expect(v.join('\n')).toMatch(/imports @rddp\/llp-sctp/);

@@ -2,7 +2,7 @@
  * The dependency rule: core packages (DDP, RDMAP, verbs) depend on the LLP contract only — never on a
  * transport, a socket API or another LLP package.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const CORE_PACKAGES = ['ddp', 'rdmap', 'verbs'] as const;
@@ -15,6 +15,8 @@ const ALLOWED = new Set([
   'inversify',
   'reflect-metadata',
 ]);
+/** What a core package's tests may import beyond the rule: the test runner and property testing. */
+const TEST_ONLY = new Set(['vitest', 'fast-check']);
 /** Node builtins a core package may use: none that do I/O. */
 const ALLOWED_BUILTINS = new Set(['node:events', 'events', 'node:util', 'util', 'node:buffer', 'buffer']);
 
@@ -51,10 +53,21 @@ export function checkPackage(dir: string): string[] {
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
     dependencies?: Record<string, string>;
     peerDependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
   };
+  // Tests too: a core package's own tests use transport-free fakes; end-to-end tests over a transport
+  // live in the repository's test/integration/.
+  const allowedDev = new Set([...ALLOWED, 'vitest', 'fast-check', '@types/node', 'typescript']);
   for (const dep of Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies }))
     if (!ALLOWED.has(dep)) out.push(`${dir}/package.json depends on ${dep}`);
-  for (const file of sourceFiles(join(dir, 'src')))
-    for (const spec of importsOf(readFileSync(file, 'utf8'))) if (!isAllowed(spec)) out.push(`${file} imports ${spec}`);
+  for (const dep of Object.keys(pkg.devDependencies ?? {}))
+    if (!allowedDev.has(dep)) out.push(`${dir}/package.json devDepends on ${dep}`);
+  for (const sub of ['src', 'test']) {
+    if (!existsSync(join(dir, sub))) continue;
+    const tests = sub === 'test';
+    for (const file of sourceFiles(join(dir, sub)))
+      for (const spec of importsOf(readFileSync(file, 'utf8')))
+        if (!isAllowed(spec) && !(tests && TEST_ONLY.has(spec))) out.push(`${file} imports ${spec}`);
+  }
   return out;
 }

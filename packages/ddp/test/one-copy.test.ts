@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Access, DdpStream, encodeTaggedHeader, encodeUntaggedHeader, StagTable } from '../src/index.js';
-import { HandFedLlp, pattern } from './helpers.js';
+import { HandFedLlp, pattern } from './support.js';
 
 /** Counts every octet copied by TypedArray.prototype.set while `fn` runs, by destination buffer. */
 function countCopies(fn: () => void): Map<ArrayBufferLike, number> {

@@ -2,10 +2,11 @@
  * The DDPP core draft's ordering rules (draft-bailey-roi-ddpp-core-00 §3), as properties over the loopback
  * LLP with random segment sizes, chunking, and — per LLP class — reordering, duplication and loss.
  */
+
+import { Access, type DeliveryEvent, type UntaggedDeliveryEvent } from '@rddp/ddp';
 import type { LoopbackFaults } from '@rddp/llp-loopback';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Access, type DeliveryEvent, type UntaggedDeliveryEvent } from '../src/index.js';
 import { ddpPair, pattern } from './helpers.js';
 
 const SENTINEL = 0xa5;

@@ -1,4 +1,3 @@
-import { describe, expect, it } from 'vitest';
 import {
   Access,
   DdpErrorType,
@@ -6,7 +5,8 @@ import {
   encodeUntaggedHeader,
   TaggedErrorCode,
   UntaggedErrorCode,
-} from '../src/index.js';
+} from '@rddp/ddp';
+import { describe, expect, it } from 'vitest';
 import { rawPeer, until } from './helpers.js';
 
 const T = DdpErrorType.TaggedBuffer;
@@ -235,7 +235,7 @@ describe('robustness of the ULP hook', () => {
 
 describe('resource limits of the STag table (RFC 5042: resource consumption)', () => {
   it('registering past the region or octet limit throws StagTableFullError; deregistering frees room', async () => {
-    const { StagTable, StagTableFullError } = await import('../src/index.js');
+    const { StagTable, StagTableFullError } = await import('@rddp/ddp');
     const t = new StagTable(2, 100);
     const a = t.register({ pdId: 1, buffer: new Uint8Array(60), access: Access.RemoteWrite });
     expect(() => t.register({ pdId: 1, buffer: new Uint8Array(41), access: Access.RemoteWrite })).toThrow(

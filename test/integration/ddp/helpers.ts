@@ -1,6 +1,3 @@
-import type { LlpConnection, LlpStream, Ulpdu } from '@rddp/llp';
-import { createLoopbackPair, type LoopbackOptions } from '@rddp/llp-loopback';
-import { BehaviorSubject, firstValueFrom, type Observable, Subject, take, toArray } from 'rxjs';
 import {
   type DdpErrorEvent,
   type DdpProfile,
@@ -9,7 +6,10 @@ import {
   type PlacementEvent,
   StagTable,
   type UlpSegmentCheck,
-} from '../src/index.js';
+} from '@rddp/ddp';
+import type { LlpConnection, LlpStream } from '@rddp/llp';
+import { createLoopbackPair, type LoopbackOptions } from '@rddp/llp-loopback';
+import { firstValueFrom, type Observable, take, toArray } from 'rxjs';
 
 export interface Side {
   conn: LlpConnection;
@@ -58,16 +58,6 @@ export async function rawPeer(o: PairOptions = {}): Promise<{ raw: LlpStream; si
   return { raw: a.streams[0] as LlpStream, sink: side(b, o) };
 }
 
-export function pattern(n: number, seed = 1): Uint8Array {
-  const b = new Uint8Array(n);
-  let x = seed * 2654435761;
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    b[i] = x >>> 24;
-  }
-  return b;
-}
-
 export function nextN<T>(o: Observable<T>, n: number): Promise<T[]> {
   return firstValueFrom(o.pipe(take(n), toArray()));
 }
@@ -80,30 +70,4 @@ export async function until(cond: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-/** A minimal LLP stream fed by hand, to look at the receive path alone. */
-export class HandFedLlp implements LlpStream {
-  readonly id = 0;
-  mulpdu = 65_512;
-  readonly state = 'open' as const;
-  readonly needsDrain = false;
-  private rx: ((u: Ulpdu) => void) | null = null;
-  readonly sent: Uint8Array[][] = [];
-  readonly mulpdu$ = new BehaviorSubject(65_512);
-  readonly closed$ = new Subject<never>();
-  send(parts: readonly Uint8Array[], done?: () => void): boolean {
-    this.sent.push([...parts]);
-    done?.();
-    return true;
-  }
-  async waitForDrain(): Promise<void> {}
-  setReceiver(h: ((u: Ulpdu) => void) | null): void {
-    this.rx = h;
-  }
-  pause(): void {}
-  resume(): void {}
-  async close(): Promise<void> {}
-  abort(): void {}
-  feed(u: Ulpdu): void {
-    this.rx?.(u);
-  }
-}
+export { pattern } from '../../../packages/ddp/test/support.js';

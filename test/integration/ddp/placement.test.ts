@@ -1,11 +1,11 @@
-import { describe, expect, it } from 'vitest';
 import {
   Access,
   DdpInvalidArgumentError,
   DdpStreamClosedError,
   type TaggedDeliveryEvent,
   type UntaggedDeliveryEvent,
-} from '../src/index.js';
+} from '@rddp/ddp';
+import { describe, expect, it } from 'vitest';
 import { ddpPair, pattern, until } from './helpers.js';
 
 const MiB = 1024 * 1024;

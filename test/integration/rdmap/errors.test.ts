@@ -4,9 +4,9 @@
  * (RFC 5040 §4.8 Figures 7–10, Appendix A.6), for both profiles.
  */
 import { Access } from '@rddp/ddp';
+import { RdmapOpcode as Op, type RdmapStream, type ReceiveCompletion } from '@rddp/rdmap';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { RdmapOpcode as Op, type RdmapStream, type ReceiveCompletion } from '../src/index.js';
 import {
   closed,
   ctrl,

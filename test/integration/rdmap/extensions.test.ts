@@ -5,8 +5,6 @@
  * (an extension is used only when both ends enabled it).
  */
 import { Access } from '@rddp/ddp';
-import { firstValueFrom } from 'rxjs';
-import { describe, expect, it } from 'vitest';
 import {
   ACCESS_REMOTE_ATOMIC,
   ATOMIC_REQUEST_HEADER_LENGTH,
@@ -29,7 +27,9 @@ import {
   RdmapStream,
   type ReceiveCompletion,
   type SendCompletion,
-} from '../src/index.js';
+} from '@rddp/rdmap';
+import { firstValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
 import {
   bytes,
   closed,

@@ -2,14 +2,14 @@
 import { Access, type DdpProfile, StagTable } from '@rddp/ddp';
 import type { LlpStream } from '@rddp/llp';
 import { createLoopbackPair, type LoopbackOptions } from '@rddp/llp-loopback';
-import { filter, firstValueFrom, type Observable } from 'rxjs';
 import {
   type RdmapCompletion,
   RdmapStream,
   type RdmapStreamOptions,
   type ReceiveCompletion,
   type SendCompletion,
-} from '../src/index.js';
+} from '@rddp/rdmap';
+import { filter, firstValueFrom, type Observable } from 'rxjs';
 
 export const PROFILES: readonly DdpProfile[] = ['ietf', 'rdmac'];
 /** DDP Version and RDMAP Version per profile (RFC 5041 §4.1, RFC 5040 §4.1). */

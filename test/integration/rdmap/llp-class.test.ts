@@ -1,8 +1,8 @@
 import { StagTable } from '@rddp/ddp';
 import type { LlpStream } from '@rddp/llp';
 import { createLoopbackPair } from '@rddp/llp-loopback';
+import { RdmapStream, RdmapUnsuitableLlpError } from '@rddp/rdmap';
 import { describe, expect, it } from 'vitest';
-import { RdmapStream, RdmapUnsuitableLlpError } from '../src/index.js';
 
 describe('RFC 5040 §3.1: RDMAP needs a reliable, ordered LLP', () => {
   for (const [name, faults] of [

@@ -3,14 +3,9 @@
  * to end over the loopback LLP, for both profiles.
  */
 import { Access } from '@rddp/ddp';
+import { RdmapOpcode as Op, type RdmapTerminateEvent, type ReceiveCompletion, type SendCompletion } from '@rddp/rdmap';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import {
-  RdmapOpcode as Op,
-  type RdmapTerminateEvent,
-  type ReceiveCompletion,
-  type SendCompletion,
-} from '../src/index.js';
 import {
   closed,
   ctrl,

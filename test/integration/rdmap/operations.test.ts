@@ -1,8 +1,8 @@
 /** RFC 5040 §5 data transfer, end to end over the loopback LLP, for both profiles. */
 import { Access } from '@rddp/ddp';
+import { OrdExceededError, RdmapOpcode, type ReceiveCompletion, type SendCompletion } from '@rddp/rdmap';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { OrdExceededError, RdmapOpcode, type ReceiveCompletion, type SendCompletion } from '../src/index.js';
 import {
   ALL_ACCESS,
   ctrl,

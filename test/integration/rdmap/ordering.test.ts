@@ -3,8 +3,8 @@
  * end to end over the loopback LLP, for both profiles.
  */
 import { Access } from '@rddp/ddp';
+import { RdmapOpcode as Op, type ReceiveCompletion, type SendCompletion } from '@rddp/rdmap';
 import { describe, expect, it } from 'vitest';
-import { RdmapOpcode as Op, type ReceiveCompletion, type SendCompletion } from '../src/index.js';
 import {
   ctrl,
   isReceive,

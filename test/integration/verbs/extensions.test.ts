@@ -1,7 +1,5 @@
 /** The verbs API for the RFC 7306 extensions: atomics and Write/Send with Immediate, over the loopback LLP. */
 import { createLoopbackPair } from '@rddp/llp-loopback';
-import { firstValueFrom } from 'rxjs';
-import { describe, expect, it } from 'vitest';
 import {
   Access,
   type CompletionQueue,
@@ -10,7 +8,9 @@ import {
   type RdmapExtensions,
   type WorkCompletion,
   WorkCompletionError,
-} from '../src/index.js';
+} from '@rddp/verbs';
+import { firstValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
 
 const EXT: RdmapExtensions = { atomics: true, immediate: true };
 

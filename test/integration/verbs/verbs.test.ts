@@ -1,7 +1,5 @@
 /** The verbs API over RDMAP (RFC 5040) and the loopback LLP, for both profiles. */
 import { createLoopbackPair } from '@rddp/llp-loopback';
-import { firstValueFrom, take, toArray } from 'rxjs';
-import { describe, expect, it } from 'vitest';
 import {
   Access,
   type CompletionQueue,
@@ -11,7 +9,9 @@ import {
   type QueuePair,
   type WorkCompletion,
   WorkCompletionError,
-} from '../src/index.js';
+} from '@rddp/verbs';
+import { firstValueFrom, take, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
