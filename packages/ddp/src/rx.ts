@@ -30,6 +30,8 @@ import { regionOffset } from './stag-table.js';
 const ULP_HEADER_COPY = 28;
 
 export interface ReceiverSinks {
+  /** Whether anyone listens for placement events (none are built otherwise). */
+  wantsPlacement(): boolean;
   placement(e: PlacementEvent): void;
   delivery(e: DeliveryEvent): void;
   error(e: DdpErrorEvent): void;
@@ -47,18 +49,29 @@ export interface ReceiverOptions {
   readonly ulpCheck?: UlpSegmentCheck;
 }
 
-/** Copies `dst.length` octets of the ULPDU, starting `skip` octets in, into `dst`: the one copy. */
-export function copyPayload(chunks: readonly Uint8Array[], skip: number, dst: Uint8Array): void {
-  let at = 0;
+/**
+ * Copies `length` octets of the ULPDU, starting `skip` octets in, into `dst` at `dstOffset` (default: all
+ * of `dst`): the one copy.
+ */
+export function copyPayload(
+  chunks: readonly Uint8Array[],
+  skip: number,
+  dst: Uint8Array,
+  dstOffset = 0,
+  length = dst.length - dstOffset,
+): void {
+  let at = dstOffset;
+  const end = dstOffset + length;
   let s = skip;
-  for (let i = 0; i < chunks.length && at < dst.length; i++) {
+  for (let i = 0; i < chunks.length && at < end; i++) {
     const c = chunks[i] as Uint8Array;
-    if (s >= c.length) {
-      s -= c.length;
+    const cl = c.length;
+    if (s >= cl) {
+      s -= cl;
       continue;
     }
-    const n = Math.min(c.length - s, dst.length - at);
-    dst.set(s === 0 && n === c.length ? c : c.subarray(s, s + n), at);
+    const n = Math.min(cl - s, end - at);
+    dst.set(s === 0 && n === cl ? c : c.subarray(s, s + n), at);
     at += n;
     s = 0;
   }
@@ -102,7 +115,8 @@ export class Receiver {
     if (u.length < 1 || !first || first.length < 1)
       return this.fail(DdpErrorType.LocalCatastrophic, 0, 'empty DDP segment', u);
     const hlen = headerLength(first[0] as number);
-    const hdrBytes = gatherPrefix(u.chunks, Math.min(u.length, hlen), this.scratch);
+    // The header is read in place when the first chunk holds it (the usual case), else gathered.
+    const hdrBytes = first.length >= hlen ? first : gatherPrefix(u.chunks, Math.min(u.length, hlen), this.scratch);
     const h = decodeHeader(hdrBytes);
     if (!h)
       return this.fail(
@@ -170,10 +184,11 @@ export class Receiver {
           h,
         );
       offset = at;
-      copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer.subarray(offset, offset + n));
+      copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer, offset, n);
     }
     this.taggedRun += n;
-    this.out.placement({ stag: h.stag, to: h.to, length: n, last: h.last, rsvdUlp: h.rsvdUlp });
+    if (this.out.wantsPlacement())
+      this.out.placement({ stag: h.stag, to: h.to, length: n, last: h.last, rsvdUlp: h.rsvdUlp });
     // Tagged messages carry no sequence number, so a duplicate L=1 segment cannot be told from a new message:
     // on an unreliable LLP DDP gives no tagged reception indication at all (DDPP core draft §3.3/§3.4: "if any").
     if (h.last && o.reliable) {
@@ -230,7 +245,7 @@ export class Receiver {
       );
     if (h.mo + n > cap)
       return this.fail(T, E.MessageTooLong, `message needs ${h.mo + n} octets, the posted buffer has ${cap}`, u, h);
-    if (n > 0) copyPayload(u.chunks, DDP_UNTAGGED_HEADER_LENGTH, slot.buffer.subarray(h.mo, h.mo + n));
+    if (n > 0) copyPayload(u.chunks, DDP_UNTAGGED_HEADER_LENGTH, slot.buffer, h.mo, n);
     if (!this.strict) {
       // DDPP core draft §3: a set may happen more than once; count each segment's octets once.
       slot.seen ??= new Set();

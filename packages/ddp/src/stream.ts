@@ -25,6 +25,9 @@ import { Receiver } from './rx.js';
 import { Transmitter } from './tx.js';
 
 const MAX_TO = (1n << 64n) - 1n;
+const TWO_64 = 1n << 64n;
+/** At or below 2^63 no message (< 2^53 octets) can wrap the TO space: the exact check is skipped. */
+const TO_NO_WRAP = 1n << 63n;
 
 function payloadLength(parts: readonly Uint8Array[]): number {
   let n = 0;
@@ -76,6 +79,7 @@ export class DdpStream implements DdpStreamApi {
         ulpCheck: options.ulpCheck,
       },
       {
+        wantsPlacement: () => this.placements.observed,
         placement: (e) => this.placements.next(e),
         delivery: (e) => this.deliveries.next(e),
         error: (e) => this.onError(e),
@@ -131,7 +135,7 @@ export class DdpStream implements DdpStreamApi {
       if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
         throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
       const n = payloadLength(payload);
-      if (to + BigInt(n) > MAX_TO + 1n)
+      if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
         throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
       return this.tx.enqueue({ tagged: true, stag, to, rsvdUlp }, payload, n, signal);
     } catch (e) {

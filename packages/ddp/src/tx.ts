@@ -9,6 +9,9 @@ import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpVersion }
 import { DdpAbortError, DdpLlpUnsuitableError, DdpStreamClosedError } from './errors.js';
 import { encodeUntaggedHeader, writeTagged } from './header.js';
 
+const TWO_32 = 0x1_0000_0000;
+const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
+
 interface Job {
   readonly tagged: boolean;
   readonly stag: number;
@@ -69,12 +72,25 @@ export class Transmitter {
     if (this.closedError) return Promise.reject(this.closedError);
     if (signal?.aborted)
       return Promise.reject(new DdpAbortError('send aborted before it started', { cause: signal.reason }));
+    const to = spec.to ?? 0n;
+    let toHi = 0;
+    let toLo = 0;
+    if (to !== 0n) {
+      if (to <= MAX_SAFE_TO) {
+        const v = Number(to); // exact below 2^53: no bigint arithmetic per message
+        toHi = Math.floor(v / TWO_32);
+        toLo = v % TWO_32;
+      } else {
+        toHi = Number(to >> 32n);
+        toLo = Number(to & 0xffff_ffffn);
+      }
+    }
     return new Promise<void>((resolve, reject) => {
       this.jobs.push({
         tagged: spec.tagged,
         stag: spec.stag ?? 0,
-        toHi: Number((spec.to ?? 0n) >> 32n),
-        toLo: Number((spec.to ?? 0n) & 0xffff_ffffn),
+        toHi,
+        toLo,
         qn: spec.qn ?? 0,
         msn: spec.msn ?? 0,
         rsvdUlp: spec.rsvdUlp,
@@ -88,8 +104,7 @@ export class Transmitter {
         resolve,
         reject,
       });
-      if (!this.pumping)
-        this.pump().catch((e: unknown) => this.fail(e instanceof Error ? e : new DdpStreamClosedError(String(e))));
+      if (!this.pumping) this.pump();
     });
   }
 
@@ -99,7 +114,12 @@ export class Transmitter {
     for (const j of this.jobs.splice(0)) j.reject(error);
   }
 
-  private async pump(): Promise<void> {
+  /**
+   * Hands queued messages to the LLP, synchronously, until the queue is empty or the LLP asks to wait;
+   * then resumes on its drain (RFC 5041 §5.2: DDP honours the LLP's flow control). `pumping` stays set
+   * while waiting, so nothing overtakes the queue.
+   */
+  private pump(): void {
     this.pumping = true;
     try {
       while (this.jobs.length > 0) {
@@ -110,23 +130,26 @@ export class Transmitter {
           continue;
         }
         const more = this.sendSegments(job);
-        if (more === 'error') return;
+        if (more === 'error') break;
         if (more === 'done') {
           if (this.jobs[0] === job) this.jobs.shift();
           if (!this.llp.needsDrain) continue;
         }
-        // 'drain': the LLP is above its high-water mark (RFC 5041 §5.2: DDP honours the LLP's flow control).
-        try {
-          await this.llp.waitForDrain();
-        } catch (e) {
-          this.fail(e instanceof Error ? e : new DdpStreamClosedError('LLP stream ended'));
-          return;
-        }
+        this.llp.waitForDrain().then(this.resume, this.drainFailed);
+        return;
       }
-    } finally {
-      this.pumping = false;
+    } catch (e) {
+      this.fail(e instanceof Error ? e : new DdpStreamClosedError(String(e)));
     }
+    this.pumping = false;
   }
+
+  private readonly resume = (): void => this.pump();
+
+  private readonly drainFailed = (e: unknown): void => {
+    this.pumping = false;
+    this.fail(e instanceof Error ? e : new DdpStreamClosedError('LLP stream ended'));
+  };
 
   /** Sends segments of `job` until it is finished or the LLP asks to wait. */
   private sendSegments(job: Job): 'done' | 'drain' | 'error' {

@@ -53,13 +53,27 @@ export async function ddpWriteBandwidth(
     });
   });
   const payload = new Uint8Array(size).fill(0x5a);
+  const parts = [payload];
+  // A window of `depth` outstanding Writes, refilled as each completes (perftest's tx-depth).
+  let outstanding = 0;
+  let slot: (() => void) | undefined;
+  let failure: unknown;
+  const completed = () => {
+    outstanding--;
+    const s = slot;
+    slot = undefined;
+    s?.();
+  };
+  const failed = (e: unknown) => {
+    failure ??= e;
+    completed();
+  };
   const t0 = performance.now();
-  const inflight = new Set<Promise<void>>();
   for (let i = 0; i < count; i++) {
-    const p = tx.sendTagged(region.stag, 0n, [payload], RDMA_WRITE_CONTROL);
-    inflight.add(p);
-    void p.then(() => inflight.delete(p));
-    if (inflight.size >= depth) await Promise.race(inflight);
+    outstanding++;
+    tx.sendTagged(region.stag, 0n, parts, RDMA_WRITE_CONTROL).then(completed, failed);
+    if (outstanding >= depth) await new Promise<void>((r) => (slot = r));
+    if (failure) throw failure;
   }
   await done;
   const ms = performance.now() - t0;

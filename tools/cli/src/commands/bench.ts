@@ -28,17 +28,29 @@ interface BenchOptions {
   json?: boolean;
   out?: string;
   rounds: string;
+  warmup: string;
   quick?: boolean;
 }
 
 const MiB = 1 << 20;
 
-/** Runs subject and baseline alternately for `rounds` rounds; returns both medians. */
+/** Seconds each subject and baseline runs, unrecorded, before its rounds (JIT tiers and heap settle). */
+let warmupSeconds = 1;
+
+async function warmUp(run: () => Promise<number>): Promise<void> {
+  const until = performance.now() + warmupSeconds * 1000;
+  do await run();
+  while (performance.now() < until);
+}
+
+/** Warms both up, then runs subject and baseline alternately for `rounds` rounds; returns both medians. */
 async function alternate(
   rounds: number,
   subject: () => Promise<number>,
   baseline: () => Promise<number>,
 ): Promise<[number, number]> {
+  await warmUp(subject);
+  await warmUp(baseline);
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {
@@ -73,6 +85,7 @@ async function mpaPingPong(iters: number): Promise<number> {
 
 export async function runBench(o: BenchOptions, log: (s: string) => void): Promise<Figure[]> {
   const rounds = Math.max(1, Number.parseInt(o.rounds, 10) || 5);
+  warmupSeconds = Math.max(0, Number.parseFloat(o.warmup) || 0);
   const scale = o.quick ? 1 / 8 : 1;
   const figures: Figure[] = [];
   const add = (f: Figure) => {
@@ -189,6 +202,7 @@ export function registerBench(program: Command): void {
     .option('--json', 'one JSON object per figure: {"name","unit","value","baseline","ratio"}')
     .option('--out <dir>', 'also write bench.md, bench.jsonl and bandwidth.svg there')
     .option('--rounds <n>', 'alternating rounds per figure', '5')
+    .option('--warmup <seconds>', 'unrecorded warm-up per subject and baseline before its rounds', '1')
     .option('--quick', 'an eighth of the data, for a fast look')
     .addHelpText('after', '\nExamples:\n  rddp bench --json\n  rddp bench --out bench-results --rounds 3')
     .action(async (o: BenchOptions) => {
