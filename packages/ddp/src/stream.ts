@@ -137,7 +137,7 @@ export class DdpStream implements DdpStreamApi {
       const n = payloadLength(payload);
       if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
         throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
-      return this.tx.enqueue({ tagged: true, stag, to, rsvdUlp }, payload, n, signal);
+      return this.tx.enqueue({ tagged: true, stag, to, rsvdUlp }, payload, n, signal) as Promise<void>;
     } catch (e) {
       return Promise.reject(e);
     }
@@ -153,7 +153,8 @@ export class DdpStream implements DdpStreamApi {
       if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
       // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
       const msn = this.nextMsnFor(qn);
-      return this.tx.enqueue({ tagged: false, qn, msn, rsvdUlp }, payload, n, signal).then(() => msn);
+      // Settles with the MSN itself: no extra promise per message.
+      return this.tx.enqueue({ tagged: false, qn, msn, rsvdUlp }, payload, n, signal) as Promise<number>;
     } catch (e) {
       return Promise.reject(e);
     }

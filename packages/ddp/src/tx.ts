@@ -29,7 +29,8 @@ interface Job {
   part: number;
   partOffset: number;
   readonly signal: AbortSignal | undefined;
-  resolve(): void;
+  /** Settles the message's promise: with its MSN for an untagged message (RFC 5041 §4.3), else undefined. */
+  resolve(value: number | undefined): void;
   reject(e: unknown): void;
 }
 
@@ -68,7 +69,7 @@ export class Transmitter {
     parts: readonly Uint8Array[],
     total: number,
     signal?: AbortSignal,
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     if (this.closedError) return Promise.reject(this.closedError);
     if (signal?.aborted)
       return Promise.reject(new DdpAbortError('send aborted before it started', { cause: signal.reason }));
@@ -85,7 +86,7 @@ export class Transmitter {
         toLo = Number(to & 0xffff_ffffn);
       }
     }
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<number | undefined>((resolve, reject) => {
       this.jobs.push({
         tagged: spec.tagged,
         stag: spec.stag ?? 0,
@@ -188,7 +189,12 @@ export class Transmitter {
       job.sent += n;
       let ok: boolean;
       try {
-        ok = this.llp.send(seg, last ? (err?: LlpError) => (err ? job.reject(err) : job.resolve()) : undefined);
+        ok = this.llp.send(
+          seg,
+          last
+            ? (err?: LlpError) => (err ? job.reject(err) : job.resolve(job.tagged ? undefined : job.msn))
+            : undefined,
+        );
       } catch (e) {
         this.jobs.shift();
         job.reject(e);

@@ -43,6 +43,7 @@ export interface MpaConnectionInit {
   readonly mulpdu?: number;
   readonly highWaterMark: number;
   readonly closeTimeoutMs: number;
+  readonly inlineThreshold?: number;
   readonly logger: LlpLogger;
 }
 
@@ -77,6 +78,7 @@ export class MpaTcpConnection implements LlpConnection {
       ...(init.mulpdu !== undefined ? { mulpdu: init.mulpdu } : {}),
       highWaterMark: init.highWaterMark,
       closeTimeoutMs: init.closeTimeoutMs,
+      ...(init.inlineThreshold !== undefined ? { inlineThreshold: init.inlineThreshold } : {}),
       logger: init.logger,
       connectionId: this.id,
     });

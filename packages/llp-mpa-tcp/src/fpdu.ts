@@ -13,6 +13,8 @@ import { MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
 import { MARKER_INTERVAL, MARKER_LENGTH, MULPDU_MAX, padLength, readFpduPtr, writeMarker } from './markers.js';
 
 const SLAB_SIZE = 16 * 1024;
+/** Largest first part framed together with ULPDU_Length (a ULP header, never bulk payload). */
+const HEADER_JOIN_MAX = 32;
 const AFTER_MARKER = MARKER_INTERVAL - MARKER_LENGTH;
 
 /** Octets of the FPDU that carries a ULPDU of `length`, without Markers. */
@@ -24,12 +26,24 @@ export interface FpduWriterOptions {
   readonly crc: boolean;
   /** Insert Markers (the peer's M bit asked for them). */
   readonly markers: boolean;
+  /**
+   * ULPDUs of at most this many octets are framed inline: copied whole into one slab piece with their
+   * MPA header and trailer, so a small FPDU is one socket chunk (as RDMA devices take small sends
+   * inline). Larger ULPDUs are never copied. Default `INLINE_DEFAULT`; 0 turns it off.
+   */
+  readonly inline?: number;
 }
+
+/** Default inline threshold (octets of ULPDU): a DDP header plus a small message. */
+export const INLINE_DEFAULT = 128;
+/** Largest inline threshold accepted. */
+export const INLINE_MAX = 4096;
 
 /** The transmit side of one MPA connection: frames ULPDUs in stream order. */
 export class FpduWriter {
   private readonly crcOn: boolean;
   private readonly markers: boolean;
+  private readonly inline: number;
   private slab: Buffer = Buffer.allocUnsafe(SLAB_SIZE);
   private slabOff = 0;
   /** Octets left before the next Marker position (0: a Marker is due now). Starts at 0: §4.3 first Marker. */
@@ -38,6 +52,7 @@ export class FpduWriter {
   constructor(options: FpduWriterOptions) {
     this.crcOn = options.crc;
     this.markers = options.markers;
+    this.inline = Math.min(options.inline ?? INLINE_DEFAULT, INLINE_MAX);
   }
 
   /** A piece of the slab for header, trailer or Marker octets. Slabs are never reused, so pieces stay valid. */
@@ -62,13 +77,19 @@ export class FpduWriter {
 
   private framePlain(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
     const pad = padLength(length);
-    const head = this.take(2);
+    const crcOn = this.crcOn;
+    if (length <= this.inline) return this.frameInline(parts, length, pad, out);
+    // A short first part is the ULP's header (DDP: 14 or 18 octets): it joins ULPDU_Length in one slab
+    // piece, one chunk fewer for the socket. Only header octets are copied; payload parts never are.
+    const first = parts[0];
+    const joined = parts.length > 1 && first !== undefined && first.byteLength <= HEADER_JOIN_MAX ? first : undefined;
+    const head = this.take(2 + (joined ? joined.byteLength : 0));
     head[0] = length >>> 8;
     head[1] = length & 0xff;
+    if (joined) head.set(joined, 2);
     out.push(head);
-    const crcOn = this.crcOn;
-    let crc = crcOn ? crc32cU16(length, 0) : 0;
-    for (let i = 0; i < parts.length; i++) {
+    let crc = crcOn ? crc32cRange(head, 0, head.byteLength, 0) : 0;
+    for (let i = joined ? 1 : 0; i < parts.length; i++) {
       const p = parts[i] as Uint8Array;
       const n = p.byteLength;
       if (n === 0) continue;
@@ -81,6 +102,25 @@ export class FpduWriter {
     writeCrc(tail, pad, crc);
     out.push(tail);
     return 2 + length + pad + 4;
+  }
+
+  /** A small ULPDU as one piece: ULPDU_Length | ULPDU | pad | CRC (RFC 5044 §4.1), one CRC pass. */
+  private frameInline(parts: readonly Uint8Array[], length: number, pad: number, out: Uint8Array[]): number {
+    const total = 2 + length + pad + 4;
+    const f = this.take(total);
+    f[0] = length >>> 8;
+    f[1] = length & 0xff;
+    let o = 2;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as Uint8Array;
+      f.set(p, o);
+      o += p.byteLength;
+    }
+    for (let i = 0; i < pad; i++) f[o + i] = 0;
+    o += pad;
+    writeCrc(f, o, this.crcOn ? crc32cRange(f, 0, o, 0) : 0);
+    out.push(f);
+    return total;
   }
 
   private frameWithMarkers(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {

@@ -5,7 +5,15 @@
 export { MpaTcpConnection, mpaCapabilities } from './connection.js';
 export { crc32c, crc32cBackend, crc32cRange, readCrc, writeCrc } from './crc.js';
 export { MpaCrcError, MpaErrorCode, MpaProtocolError, type MpaViolation } from './errors.js';
-export { FpduReader, type FpduReaderOptions, FpduWriter, type FpduWriterOptions, fpduLength } from './fpdu.js';
+export {
+  FpduReader,
+  type FpduReaderOptions,
+  FpduWriter,
+  type FpduWriterOptions,
+  fpduLength,
+  INLINE_DEFAULT,
+  INLINE_MAX,
+} from './fpdu.js';
 export {
   decodeEnhancedData,
   decodeFrame,

@@ -243,6 +243,7 @@ export class MpaTcpListener implements LlpListener {
         ...(this.options.mulpdu !== undefined ? { mulpdu: this.options.mulpdu } : {}),
         highWaterMark: this.options.highWaterMark,
         closeTimeoutMs: this.options.closeTimeoutMs,
+        inlineThreshold: this.options.inlineThreshold,
         logger: this.options.logger,
       });
       conn = c;

@@ -2,6 +2,7 @@
  * Options of the MPA/TCP transport and the policy choices behind their defaults (see README "Policies").
  */
 import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
+import { INLINE_DEFAULT, INLINE_MAX } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
 import {
   INITIATOR_DEFAULTS,
@@ -28,6 +29,11 @@ export interface MpaTcpOptions {
   readonly handshakeTimeoutMs?: number;
   /** How long a graceful close waits for the peer's FIN before resetting (default 10 000 ms). */
   readonly closeTimeoutMs?: number;
+  /**
+   * ULPDUs up to this many octets are copied into their FPDU and leave as one socket chunk, as RDMA
+   * devices take small sends inline (default 128; 0: never). Larger ULPDUs are never copied.
+   */
+  readonly inlineThreshold?: number;
   /** TCP_NODELAY (default true, as siw sets it): FPDUs leave without Nagle delay; corking batches them. */
   readonly noDelay?: boolean;
   /** Listener: most established connections at once; more are reset and reported (default 4096). */
@@ -45,6 +51,7 @@ export interface ResolvedTransportOptions {
   readonly highWaterMark: number;
   readonly handshakeTimeoutMs: number;
   readonly closeTimeoutMs: number;
+  readonly inlineThreshold: number;
   readonly noDelay: boolean;
   readonly maxConnections: number;
   readonly maxPendingStartups: number;
@@ -54,6 +61,13 @@ export interface ResolvedTransportOptions {
 export const LOOPBACK_EMSS = 65483;
 export const ETHERNET_EMSS_V4 = 1448;
 export const ETHERNET_EMSS_V6 = 1428;
+
+function inlineThreshold(v: unknown): number {
+  if (v === undefined) return INLINE_DEFAULT;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > INLINE_MAX)
+    throw new InvalidArgumentError(`inlineThreshold must be an integer 0..${INLINE_MAX}, got ${String(v)}`);
+  return v;
+}
 
 function positive(name: string, v: unknown, fallback: number): number {
   if (v === undefined) return fallback;
@@ -75,6 +89,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     highWaterMark: positive('highWaterMark', o.highWaterMark, 1 << 20),
     handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
+    inlineThreshold: inlineThreshold(o.inlineThreshold),
     noDelay: o.noDelay ?? true,
     maxConnections: positive('maxConnections', o.maxConnections, 4096),
     maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),

@@ -32,6 +32,8 @@ export interface MpaStreamInit {
   readonly highWaterMark: number;
   /** How long a graceful close waits for the peer's FIN before resetting. */
   readonly closeTimeoutMs: number;
+  /** ULPDUs up to this size are framed inline, one socket chunk (default `INLINE_DEFAULT`). */
+  readonly inlineThreshold?: number;
   readonly logger: LlpLogger;
   readonly connectionId: string;
 }
@@ -102,7 +104,11 @@ export class MpaTcpStream extends BaseLlpStream {
     this.logger = init.logger;
     this.connectionId = init.connectionId;
     this.txOpen = init.role === 'initiator';
-    this.writer = new FpduWriter({ crc: n.crc, markers: n.markersTx });
+    this.writer = new FpduWriter({
+      crc: n.crc,
+      markers: n.markersTx,
+      ...(init.inlineThreshold !== undefined ? { inline: init.inlineThreshold } : {}),
+    });
     this.reader = new FpduReader(
       { crc: n.crc, markers: n.markersRx },
       (length, chunks) => this.onFpdu(length, chunks),

@@ -157,6 +157,7 @@ export class MpaTcpTransport implements LlpTransport {
           ...(o.mulpdu !== undefined ? { mulpdu: o.mulpdu } : {}),
           highWaterMark: o.highWaterMark,
           closeTimeoutMs: o.closeTimeoutMs,
+          inlineThreshold: o.inlineThreshold,
           logger: o.logger,
         });
         o.logger.debug('mpa.established', { connection: conn.id, role: 'initiator', negotiated: n });

@@ -8,8 +8,11 @@ import {
   encodeRtr,
   FpduReader,
   FpduWriter,
+  INLINE_DEFAULT,
+  INLINE_MAX,
   MpaCrcError,
   MpaProtocolError,
+  mpaTcp,
   mulpduForEmss,
   padLength,
 } from '../src/index.js';
@@ -92,7 +95,7 @@ describe('FPDU transmit (RFC 5044 §4.1, §4.4)', () => {
     expect([0, 1, 2, 3].map(padLength)).toEqual([2, 1, 0, 3]);
   });
 
-  it('never concatenates payload: parts go out as the same objects', () => {
+  it('never concatenates payload above the inline threshold: parts go out as the same objects', () => {
     const w = new FpduWriter({ crc: true, markers: false });
     const p1 = pattern(100, 1);
     const p2 = pattern(300, 2);
@@ -100,6 +103,47 @@ describe('FPDU transmit (RFC 5044 §4.1, §4.4)', () => {
     w.frame([p1, p2], 400, out);
     expect(out[1]).toBe(p1);
     expect(out[2]).toBe(p2);
+    // A short first part (a DDP header) is framed with ULPDU_Length; the payload still goes by reference.
+    const hdr = pattern(18, 3);
+    const body = pattern(1000, 4);
+    const out2: Uint8Array[] = [];
+    w.frame([hdr, body], 1018, out2);
+    expect(out2).toHaveLength(3);
+    expect(out2[1]).toBe(body);
+    expect(toHex(out2[0] as Uint8Array)).toBe(toHex(Buffer.concat([Buffer.from([0x03, 0xfa]), hdr])));
+  });
+
+  it(`ULPDUs up to the inline threshold (default ${INLINE_DEFAULT}) leave as one chunk, octet for octet the same FPDU`, () => {
+    for (const crc of [true, false])
+      for (let length = 0; length <= 300; length += length < 140 ? 1 : 37) {
+        const parts = length > 18 ? [pattern(18, length), pattern(length - 18, 7)] : [pattern(length, 5)];
+        const inline = new FpduWriter({ crc, markers: false });
+        const chunked = new FpduWriter({ crc, markers: false, inline: 0 });
+        const a: Uint8Array[] = [];
+        const b: Uint8Array[] = [];
+        inline.frame(parts, length, a);
+        chunked.frame(parts, length, b);
+        expect(toHex(Buffer.concat(a))).toBe(toHex(Buffer.concat(b)));
+        if (length <= INLINE_DEFAULT) expect(a).toHaveLength(1);
+        else expect(a.length).toBeGreaterThan(1);
+      }
+    // The inline copy is a snapshot: the FPDU does not change when the caller reuses its buffer afterwards.
+    const w = new FpduWriter({ crc: true, markers: false });
+    const msg = pattern(64, 9);
+    const out: Uint8Array[] = [];
+    w.frame([msg], 64, out);
+    const before = toHex(out[0] as Uint8Array);
+    msg.fill(0);
+    expect(toHex(out[0] as Uint8Array)).toBe(before);
+    const [r, got] = reader({ crc: true, markers: false });
+    r.push(Buffer.from(out[0] as Uint8Array));
+    expect(toHex(got.ulpdus[0] as Uint8Array)).toBe(toHex(pattern(64, 9)));
+  });
+
+  it('inlineThreshold is checked: a bad value is an InvalidArgumentError', () => {
+    for (const v of [-1, 1.5, INLINE_MAX + 1, '64'])
+      expect(() => mpaTcp({ inlineThreshold: v as number })).toThrow(/inlineThreshold/);
+    expect(() => mpaTcp({ inlineThreshold: 0 })).not.toThrow();
   });
 });
 

@@ -91,13 +91,14 @@ export async function ddpSendPingPong(a: LlpStream, b: LlpStream, size: number, 
     A.postReceive(0, new Uint8Array(size));
     B.postReceive(0, new Uint8Array(size));
   }
-  B.delivery$.subscribe(() => {
-    B.postReceive(0, new Uint8Array(size));
+  // Each delivered buffer is posted again (as rping does), so the figure carries no allocation per message.
+  B.delivery$.subscribe((e) => {
+    B.postReceive(0, e.tagged ? new Uint8Array(size) : e.buffer);
     void B.sendUntagged(0, [msg], SEND * 2 ** 32);
   });
   let wake: (() => void) | undefined;
-  A.delivery$.subscribe(() => {
-    A.postReceive(0, new Uint8Array(size));
+  A.delivery$.subscribe((e) => {
+    A.postReceive(0, e.tagged ? new Uint8Array(size) : e.buffer);
     wake?.();
   });
   const samples: number[] = [];
