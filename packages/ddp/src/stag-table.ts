@@ -9,6 +9,7 @@ import { DdpInvalidArgumentError, StagTableFullError, UnknownStagError } from '.
 
 const MAX_INDEX = 0xff_ffff;
 const MAX_TO = (1n << 64n) - 1n;
+const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
 
 export interface RegisterOptions {
   readonly pdId: number;
@@ -136,6 +137,11 @@ export class StagTable implements StagTableApi {
 
 /** The exact placement check of RFC 5041 §7.1 (tagged, checks 3–5) for `length` octets at `to`. */
 export function regionOffset(r: MemoryRegion, to: bigint, length: number): number | 'bounds' | 'wrap' {
+  if (to <= MAX_SAFE_TO && r.baseTo <= MAX_SAFE_TO) {
+    // Both below 2^53: exact in numbers, no bigint allocated; TO + length cannot reach 2^64.
+    const off = Number(to) - Number(r.baseTo);
+    return off < 0 || off + length > r.length ? 'bounds' : off;
+  }
   const end = to + BigInt(length);
   if (end > MAX_TO + 1n) return 'wrap';
   if (to < r.baseTo || end > r.baseTo + BigInt(r.length)) return 'bounds';

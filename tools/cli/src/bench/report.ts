@@ -25,7 +25,9 @@ export function makeFigure(
   baseline: number,
   extra: Partial<Pick<Figure, 'target' | 'size' | 'note'>> = {},
 ): Figure {
-  const ratio = LOWER_IS_BETTER.has(unit) ? baseline / value : value / baseline;
+  // Lower-is-better figures: a value under the unit's resolution (e.g. RSS growth of 0 MiB) counts as 1 unit,
+  // so the ratio stays finite (JSON has no Infinity).
+  const ratio = LOWER_IS_BETTER.has(unit) ? baseline / Math.max(value, unit === 'MiB' ? 1 : 1e-9) : value / baseline;
   return { name, unit, value, baseline, ratio, ...extra };
 }
 
