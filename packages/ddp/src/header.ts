@@ -36,7 +36,8 @@ function put32(out: Uint8Array, o: number, v: number): void {
   out[o + 3] = v & 0xff;
 }
 
-function get32(b: Uint8Array, o: number): number {
+/** Reads a big-endian 32-bit field. */
+export function get32(b: Uint8Array, o: number): number {
   return (
     (((b[o] as number) << 24) | ((b[o + 1] as number) << 16) | ((b[o + 2] as number) << 8) | (b[o + 3] as number)) >>> 0
   );

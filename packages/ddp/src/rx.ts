@@ -22,9 +22,11 @@ import {
   type UlpSegmentCheck,
   UntaggedErrorCode,
 } from './api.js';
-import { decodeHeader, gatherPrefix, headerLength } from './header.js';
+import { DDP_DV_MASK, DDP_L_FLAG, decodeHeader, gatherPrefix, get32, headerLength } from './header.js';
 import { type ReceiveSlot, UntaggedQueue } from './queues.js';
 import { regionOffset } from './stag-table.js';
+
+const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** RDMAP header octets after an untagged DDP header that a Terminate may copy (RFC 5040 §4.8: up to 28). */
 const ULP_HEADER_COPY = 28;
@@ -117,6 +119,7 @@ export class Receiver {
     const hlen = headerLength(first[0] as number);
     // The header is read in place when the first chunk holds it (the usual case), else gathered.
     const hdrBytes = first.length >= hlen ? first : gatherPrefix(u.chunks, Math.min(u.length, hlen), this.scratch);
+    if (hlen === DDP_TAGGED_HEADER_LENGTH && this.o.ulpCheck === undefined && this.taggedFast(hdrBytes, u)) return;
     const h = decodeHeader(hdrBytes);
     if (!h)
       return this.fail(
@@ -128,6 +131,37 @@ export class Receiver {
     const payloadLength = u.length - hlen;
     if (h.tagged) this.tagged(h, u, payloadLength);
     else this.untagged(h, u, payloadLength);
+  }
+
+  /**
+   * The common tagged segment, read straight from the header octets with no header object and no bigint:
+   * every §7.1 check passes, the TO is below 2^53. Anything else returns false and takes the general
+   * path, which reports the exact error.
+   */
+  private taggedFast(b: Uint8Array, u: Ulpdu): boolean {
+    const o = this.o;
+    const n = u.length - DDP_TAGGED_HEADER_LENGTH;
+    if (b.length < DDP_TAGGED_HEADER_LENGTH || n <= 0) return false;
+    const c = b[0] as number;
+    if ((c & DDP_DV_MASK) !== o.dv) return false;
+    const stag = get32(b, 2);
+    const r = o.stags.lookup(stag);
+    if (!r || !r.valid || r.pdId !== o.pdId || r.baseTo > MAX_SAFE_TO) return false;
+    const hi = get32(b, 6);
+    if (hi >= 0x20_0000) return false;
+    const off = hi * 0x1_0000_0000 + get32(b, 10) - Number(r.baseTo);
+    if (off < 0 || off + n > r.length) return false;
+    copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer, off, n);
+    this.taggedRun += n;
+    const last = (c & DDP_L_FLAG) !== 0;
+    const rsvdUlp = b[1] as number;
+    if (this.out.wantsPlacement()) this.out.placement({ stag, to: BigInt(off) + r.baseTo, length: n, last, rsvdUlp });
+    if (last && o.reliable) {
+      const length = this.taggedRun;
+      this.taggedRun = 0;
+      this.out.delivery({ tagged: true, stag, rsvdUlp, length });
+    }
+    return true;
   }
 
   private tagged(h: DdpTaggedHeader, u: Ulpdu, n: number): undefined {
