@@ -52,6 +52,11 @@ export abstract class BaseLlpStream implements LlpStream {
     return this.closedSubject.observable;
   }
 
+  /** For subclasses: whether a receiver is set (a transport that can hold ULPDUs itself waits for one). */
+  protected get hasReceiver(): boolean {
+    return this.receiver !== null;
+  }
+
   /** For subclasses: a new MULPDU (e.g. after an MSS change). */
   protected setMulpdu(mulpdu: number): void {
     if (mulpdu !== this.mulpduSubject.value) this.mulpduSubject.next(mulpdu);
