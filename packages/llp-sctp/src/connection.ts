@@ -30,6 +30,7 @@ import {
   withAbort,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
+import type { RtoParameters } from './options.js';
 import { type PkgAssociation, peerOutboundStreams, shimAssociation } from './pkg.js';
 import {
   decodeSessionControl,
@@ -55,6 +56,8 @@ export interface ConnectionTuning {
   readonly closeTimeoutMs: number;
   readonly deadPeerTimeoutMs: number;
   readonly maxBatch: number;
+  /** RTO.Initial, RTO.Min, RTO.Max for the association (RFC 4960 §15). */
+  readonly rto: RtoParameters;
 }
 
 export interface ConnectionConfig {
@@ -119,7 +122,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.association = config.association;
     this.tuning = config.tuning;
     this.logger = config.logger;
-    shimAssociation(this.association, this.tuning.pmtu);
+    shimAssociation(this.association, this.tuning.pmtu, this.tuning.rto);
     const a = this.association;
     a.on('COMMUNICATION UP', () => this.onUp());
     a.on('DATA ARRIVE', (streamId: number) => this.onData(streamId));

@@ -137,6 +137,7 @@ export class SctpListener implements LlpListener {
         closeTimeoutMs: this.options.closeTimeoutMs,
         deadPeerTimeoutMs: this.options.deadPeerTimeoutMs,
         maxBatch: Math.max(this.options.mulpdu, 64 * 1024),
+        rto: this.options.rto,
       },
       logger: this.options.logger,
       onEnded: () => {

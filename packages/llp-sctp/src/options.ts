@@ -38,6 +38,16 @@ export interface SctpTransportOptions {
   readonly shutdownTimeoutMs?: number;
   /** No acknowledgement progress for this long with data outstanding ends the connection (default 30000; 0 = never). */
   readonly deadPeerTimeoutMs?: number;
+  /**
+   * RTO.Min (RFC 4960 §15), in ms (default 50). The RFC recommends 1000 for the Internet; on a LAN every
+   * lost retransmission waits one RTO (§7.2.4 fast retransmits a chunk once), so 1 s per such loss would
+   * dominate a transfer. Set 1000 for the RFC's value.
+   */
+  readonly rtoMinMs?: number;
+  /** RTO.Initial (RFC 4960 §15), in ms (default 3000): the INIT and COOKIE ECHO timer before any RTT is measured. */
+  readonly rtoInitialMs?: number;
+  /** RTO.Max (RFC 4960 §15), in ms (default 60000). */
+  readonly rtoMaxMs?: number;
   /** Peers a listener keeps state for without an association yet (default 1024). */
   readonly maxPendingPeers?: number;
   readonly logger?: LlpLogger;
@@ -60,6 +70,7 @@ export interface ResolvedOptions {
   readonly closeTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
   readonly deadPeerTimeoutMs: number;
+  readonly rto: RtoParameters;
   readonly maxPendingPeers: number;
   readonly logger: LlpLogger;
   readonly trace: PacketTrace | undefined;
@@ -73,6 +84,13 @@ function int(name: string, v: number | undefined, dflt: number, min: number, max
   return x;
 }
 
+/** The retransmission timer's bounds (RFC 4960 §6.3.1, §15), in ms. */
+export interface RtoParameters {
+  readonly initialMs: number;
+  readonly minMs: number;
+  readonly maxMs: number;
+}
+
 export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
   const encapsulation = o.encapsulation ?? 'udp';
   if (encapsulation !== 'udp' && encapsulation !== 'raw') {
@@ -81,6 +99,14 @@ export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
   const pmtu = int('pmtu', o.pmtu, encapsulation === 'udp' ? 1472 : 1500, 576, 65_507);
   const mulpdu = int('mulpdu', o.mulpdu, 65_536, MIN_MULPDU, 16 * 1024 * 1024);
   const receiveWindow = int('receiveWindow', o.receiveWindow, 2 * (mulpdu + 4 * pmtu), 1500, 64 * 1024 * 1024);
+  const rto: RtoParameters = {
+    initialMs: int('rtoInitialMs', o.rtoInitialMs, 3000, 1, 3_600_000),
+    minMs: int('rtoMinMs', o.rtoMinMs, 50, 1, 3_600_000),
+    maxMs: int('rtoMaxMs', o.rtoMaxMs, 60_000, 1, 3_600_000),
+  };
+  if (rto.minMs > rto.maxMs) {
+    throw new InvalidArgumentError(`sctp option rtoMinMs (${rto.minMs}) must not exceed rtoMaxMs (${rto.maxMs})`);
+  }
   return {
     encapsulation,
     mulpdu,
@@ -93,6 +119,7 @@ export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
     closeTimeoutMs: int('closeTimeoutMs', o.closeTimeoutMs, 10_000, 1, 3_600_000),
     shutdownTimeoutMs: int('shutdownTimeoutMs', o.shutdownTimeoutMs, 3000, 1, 3_600_000),
     deadPeerTimeoutMs: int('deadPeerTimeoutMs', o.deadPeerTimeoutMs, 30_000, 0, 3_600_000),
+    rto,
     maxPendingPeers: int('maxPendingPeers', o.maxPendingPeers, 1024, 1, 1_000_000),
     logger: o.logger ?? silentLogger,
     trace: o.trace,

@@ -5,6 +5,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
+import type { RtoParameters } from './options.js';
 
 const require = createRequire(import.meta.url);
 
@@ -44,8 +45,21 @@ export interface PkgAssociation extends EventEmitter {
   /** Pending delayed-SACK timer (RFC 4960 §6.2), if any. */
   _sack_timer?: unknown;
   _destroy(): void;
+  /** RFC 4960 §10.1 M, for the RTO parameters only (added by patches/sctp@1.0.0.patch). */
+  SETPROTOCOLPARAMETERS(params: PkgRtoParameters): void;
   /** Takes the peer's INIT or INIT ACK fields (RFC 4960 §5.1): OS, peer tag, peer_rwnd. */
   _updatePeer(chunk: PkgInitChunk): void;
+}
+
+/** RTO.Initial, RTO.Min, RTO.Max (RFC 4960 §15) in ms, as the patched package names them. */
+export interface PkgRtoParameters {
+  readonly rto_initial: number;
+  readonly rto_min: number;
+  readonly rto_max: number;
+}
+
+export function rtoProtocolParameters(rto: RtoParameters): PkgRtoParameters {
+  return { rto_initial: rto.initialMs, rto_min: rto.minMs, rto_max: rto.maxMs };
 }
 
 /** The fields of a parsed INIT or INIT ACK the package hands to `_updatePeer`. */
@@ -63,7 +77,7 @@ export interface PkgEndpoint extends EventEmitter {
   a_rwnd: number;
   cookieSecretKey: Buffer;
   associations: PkgAssociation[];
-  ASSOCIATE(options: { remotePort: number; OS: number; MIS: number }): PkgAssociation;
+  ASSOCIATE(options: { remotePort: number; OS: number; MIS: number } & Partial<PkgRtoParameters>): PkgAssociation;
   DESTROY(): void;
 }
 
@@ -134,8 +148,9 @@ export function createEndpoint(
  * - `PMTU`: the package assumes 1500 octets of SCTP packet; inside UDP/IPv4 the packet gets 1472.
  * - `_updatePeer`: the package keeps min(local OS, peer MIS) but drops the peer's own OS, i.e. how many
  *   streams the peer will send on (RFC 4960 §5.1.1); it is recorded here for `peerOutboundStreams`.
+ * - RTO.Initial/Min/Max (RFC 4960 §15) from the options, through SETPROTOCOLPARAMETERS (§10.1 M).
  */
-export function shimAssociation(association: PkgAssociation, pmtu: number): void {
+export function shimAssociation(association: PkgAssociation, pmtu: number, rto: RtoParameters): void {
   Object.defineProperty(association, 'duplicates', {
     configurable: true,
     get() {
@@ -143,6 +158,7 @@ export function shimAssociation(association: PkgAssociation, pmtu: number): void
     },
   });
   association.PMTU = pmtu;
+  association.SETPROTOCOLPARAMETERS(rtoProtocolParameters(rto));
   const update = association._updatePeer.bind(association);
   association._updatePeer = (chunk) => {
     peerOS.set(association, chunk.outbound_streams);

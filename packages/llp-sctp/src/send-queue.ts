@@ -77,8 +77,9 @@ export class SendQueue {
 
   /** A SACK was processed by the package: settle what it acknowledged, send what now fits. */
   onSack(): void {
-    // After loss recovery the package may never call the last SEND's callback (it keeps one, and
-    // retransmission paths overwrite it): once nothing is in flight, the batch was sent and acknowledged.
+    // The package calls the last SEND's callback only from a SACK that leaves room for another message
+    // (flightsize < cwnd, message < peer_rwnd); a peer holding its window shut may never send one. Once
+    // nothing is in flight, the batch was sent and acknowledged anyway.
     const batch = this.current;
     const bundlingQueue = (this.association as unknown as { queue?: unknown[] }).queue;
     if (this.busy && batch && allAcked(this.association) && (bundlingQueue?.length ?? 0) === 0) this.sent(batch);

@@ -30,6 +30,7 @@ import {
   windowFor,
 } from './options.js';
 import { openRawWire, openUdpWire, type PeerAddress, PeerPath, type Wire, type WireOptions } from './paths.js';
+import { rtoProtocolParameters } from './pkg.js';
 
 let nextId = 0;
 
@@ -113,7 +114,13 @@ export class SctpTransport implements LlpTransport {
     }
     const livePath = path;
     livePath.socket.tap = o.trace;
-    const association = livePath.endpoint.ASSOCIATE({ remotePort: peer.port, OS: streams, MIS: streams });
+    // The RTO parameters come with ASSOCIATE so that the INIT is timed with them too.
+    const association = livePath.endpoint.ASSOCIATE({
+      remotePort: peer.port,
+      OS: streams,
+      MIS: streams,
+      ...rtoProtocolParameters(o.rto),
+    });
     conn = new SctpConnection({
       id: `sctp-i${++nextId}`,
       role: 'initiator',
@@ -182,6 +189,7 @@ export class SctpTransport implements LlpTransport {
       closeTimeoutMs: o.closeTimeoutMs,
       deadPeerTimeoutMs: o.deadPeerTimeoutMs,
       maxBatch: Math.max(o.mulpdu, 64 * 1024),
+      rto: o.rto,
     };
   }
 

@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { verifySctpChecksum } from '../src/crc32c.js';
+import { resolveOptions } from '../src/options.js';
 import { PeerSocket } from '../src/paths.js';
 import { allAcked, sctpPackage, shimAssociation } from '../src/pkg.js';
 import { adaptationCodePoint, ChunkType, chunks, initChunk, outboundStreams } from '../src/wire.js';
@@ -223,7 +224,7 @@ describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
   it('defect "shutdown": DATA arriving in SHUTDOWN-SENT throws out of the packet handler (this.duplicates is undefined)', async () => {
     for (const shim of [false, true]) {
       const p = await barePairOnLink();
-      if (shim) shimAssociation(p.clientAssociation, 1500);
+      if (shim) shimAssociation(p.clientAssociation, 1500, resolveOptions().rto);
       p.serverEnd.hold = true; // the server's DATA waits while the client shuts down
       await new Promise<void>((r) =>
         p.serverAssociation.SEND(Buffer.from('late'), { stream_id: 0, ppid: 0 }, () => r()),

@@ -42,10 +42,16 @@ export class LinkEnd extends EventEmitter {
   mangle: ((p: Buffer) => Buffer) | undefined;
   /** Sees every packet sent from this end. */
   tap: ((p: Buffer) => void) | undefined;
+  /** Loses the packets sent from this end for which it returns true (after `tap` saw them). */
+  drop: ((p: Buffer) => boolean) | undefined;
 
   send(buffer: Buffer, _port: number, _address: string, cb?: (e?: Error | null) => void): void {
     const copy = Buffer.from(buffer);
     this.tap?.(copy);
+    if (this.drop?.(copy)) {
+      if (cb) setImmediate(() => cb(null));
+      return;
+    }
     if (this.hold) this.held.push(copy);
     else setImmediate(() => this.peer.receive(copy));
     if (cb) setImmediate(() => cb(null));
@@ -96,6 +102,9 @@ export interface BareOptions {
   /** Readable high-water marks: the package advertises them as a_rwnd. */
   clientWindow?: number;
   serverWindow?: number;
+  /** On the in-memory link: loses packets from the client / server end, from the INIT on. */
+  clientDrop?: (p: Buffer) => boolean;
+  serverDrop?: (p: Buffer) => boolean;
 }
 
 /** A bare package association over an in-memory link: [client end, server end] of the link too. */
@@ -103,6 +112,8 @@ export async function barePairOnLink(
   o: BareOptions = {},
 ): Promise<BarePair & { clientEnd: LinkEnd; serverEnd: LinkEnd }> {
   const [ce, se] = link();
+  ce.drop = o.clientDrop;
+  se.drop = o.serverDrop;
   const cp = nextPort++;
   const sp = nextPort++;
   const server = sctpPackage.connect({

@@ -422,9 +422,21 @@ describe('DDP over SCTP (RFC 5043)', () => {
     await expect(t.connect({ host: '127.0.0.1' })).rejects.toBeInstanceOf(InvalidArgumentError);
     expect(() => sctp({ mulpdu: 10 })).toThrow(InvalidArgumentError);
     expect(() => sctp({ encapsulation: 'tcp' as 'udp' })).toThrow(InvalidArgumentError);
+    expect(() => sctp({ rtoMinMs: 2000, rtoMaxMs: 1000 })).toThrow(InvalidArgumentError);
     const { a } = await setup();
     // RFC 4960 §3.3.1: no empty user messages (DDP Segments always carry a header).
     expect(() => (a.streams[0] as LlpStream).send([])).toThrow(InvalidArgumentError);
+  });
+
+  it('RFC 4960 §15: RTO.Initial, RTO.Min and RTO.Max from the options reach the association at each end (RTO.Min 50 ms by default)', async () => {
+    const { a, b } = await setup({ initiator: { rtoInitialMs: 700, rtoMinMs: 30, rtoMaxMs: 5000 } });
+    type Rto = { rto_initial: number; rto_min: number; rto_max: number };
+    const rto = (c: LlpConnection) => {
+      const t = (c as SctpConnection).sctpAssociation as unknown as Rto;
+      return { initial: t.rto_initial, min: t.rto_min, max: t.rto_max };
+    };
+    expect(rto(a)).toEqual({ initial: 700, min: 30, max: 5000 });
+    expect(rto(b)).toEqual({ initial: 3000, min: 50, max: 60_000 });
   });
 
   it('raw IPv4 encapsulation (protocol 132): works as root with raw-socket, else RawSocketUnavailableError', async () => {

@@ -1,7 +1,8 @@
 /**
  * Lossy, real links (issue "reliability"): two network namespaces joined by a veth pair, packets dropped
  * at random by nftables (`numgen random`; this kernel has no netem), data moved between two processes
- * and verified. Needs root, `ip` and `nft`; skipped with a message elsewhere (CI installs nftables).
+ * and verified, over MPA/TCP and over SCTP. Needs root, `ip` and `nft`; skipped with a message elsewhere
+ * (CI installs nftables).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -155,16 +156,11 @@ describe.skipIf(why !== undefined)(
         await transfer('tcp', 256 << 20, loss);
       }, 300_000);
 
-    // SCTP (UDP encapsulation): the pure-JavaScript `sctp` package recovers each loss by a retransmission
-    // timeout (≥ 1 s), so moving data under loss is slow, and at 3 % loss one run in three still lost its
-    // association (docs/SCTP.md, "Loss"). Opt-in until that is fixed: RDDP_LOSSY_SCTP=1.
+    // SCTP (UDP encapsulation): the `sctp` package with patches/sctp@1.0.0.patch (fast retransmit, T3-rtx at
+    // rddp's RTO.Min of 50 ms, docs/SCTP.md "Loss"); same messages and depth as MPA/TCP.
     for (const loss of [1, 3])
-      it.runIf(process.env.RDDP_LOSSY_SCTP === '1')(
-        `SCTP (UDP encapsulation): 2 MiB of verified RDMA Writes at ${loss} % packet loss`,
-        async () => {
-          await transfer('sctp', 2 << 20, loss, 256 * 1024);
-        },
-        300_000,
-      );
+      it(`SCTP (UDP encapsulation): 256 MiB of verified RDMA Writes at ${loss} % packet loss`, async () => {
+        await transfer('sctp', 256 << 20, loss);
+      }, 300_000);
   },
 );
