@@ -137,7 +137,7 @@ export class DdpStream implements DdpStreamApi {
       const n = payloadLength(payload);
       if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
         throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
-      return this.tx.enqueue({ tagged: true, stag, to, rsvdUlp }, payload, n, signal) as Promise<void>;
+      return this.tx.enqueue(true, stag, to, 0, 0, rsvdUlp, payload, n, signal) as Promise<void>;
     } catch (e) {
       return Promise.reject(e);
     }
@@ -154,7 +154,7 @@ export class DdpStream implements DdpStreamApi {
       // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
       const msn = this.nextMsnFor(qn);
       // Settles with the MSN itself: no extra promise per message.
-      return this.tx.enqueue({ tagged: false, qn, msn, rsvdUlp }, payload, n, signal) as Promise<number>;
+      return this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, signal) as Promise<number>;
     } catch (e) {
       return Promise.reject(e);
     }

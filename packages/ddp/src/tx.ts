@@ -52,10 +52,32 @@ function take(job: Job, n: number, out: Uint8Array[]): void {
   }
 }
 
+/**
+ * The next `n` payload octets as one slice when the current part holds them all (the usual case), else
+ * undefined (then `take` gathers the slices).
+ */
+function takeOne(job: Job, n: number): Uint8Array | undefined {
+  let p = job.parts[job.part];
+  while (p !== undefined && p.length === job.partOffset) {
+    job.part++;
+    job.partOffset = 0;
+    p = job.parts[job.part];
+  }
+  if (p === undefined || p.length - job.partOffset < n) return undefined;
+  const o = job.partOffset;
+  job.partOffset += n;
+  return o === 0 && n === p.length ? p : p.subarray(o, o + n);
+}
+
+/** Headers are views into slabs that are never reused, so a header stays valid while an LLP holds it. */
+const HEADER_SLAB = 8192;
+
 export class Transmitter {
   private readonly jobs: Job[] = [];
   private pumping = false;
   private closedError: Error | undefined;
+  private slab = new ArrayBuffer(HEADER_SLAB);
+  private slabOff = 0;
   /** Segments handed to the LLP (for statistics and tests). */
   segmentsSent = 0;
 
@@ -65,7 +87,12 @@ export class Transmitter {
   ) {}
 
   enqueue(
-    spec: { tagged: boolean; stag?: number; to?: bigint; qn?: number; msn?: number; rsvdUlp: number },
+    tagged: boolean,
+    stag: number,
+    to: bigint,
+    qn: number,
+    msn: number,
+    rsvdUlp: number,
     parts: readonly Uint8Array[],
     total: number,
     signal?: AbortSignal,
@@ -73,7 +100,6 @@ export class Transmitter {
     if (this.closedError) return Promise.reject(this.closedError);
     if (signal?.aborted)
       return Promise.reject(new DdpAbortError('send aborted before it started', { cause: signal.reason }));
-    const to = spec.to ?? 0n;
     let toHi = 0;
     let toLo = 0;
     if (to !== 0n) {
@@ -88,13 +114,13 @@ export class Transmitter {
     }
     return new Promise<number | undefined>((resolve, reject) => {
       this.jobs.push({
-        tagged: spec.tagged,
-        stag: spec.stag ?? 0,
+        tagged,
+        stag,
         toHi,
         toLo,
-        qn: spec.qn ?? 0,
-        msn: spec.msn ?? 0,
-        rsvdUlp: spec.rsvdUlp,
+        qn,
+        msn,
+        rsvdUlp,
         parts,
         total,
         sent: 0,
@@ -152,6 +178,17 @@ export class Transmitter {
     this.fail(e instanceof Error ? e : new DdpStreamClosedError('LLP stream ended'));
   };
 
+  /** A header-sized view into the current slab. */
+  private header(n: number): Uint8Array {
+    if (this.slabOff + n > HEADER_SLAB) {
+      this.slab = new ArrayBuffer(HEADER_SLAB);
+      this.slabOff = 0;
+    }
+    const h = new Uint8Array(this.slab, this.slabOff, n);
+    this.slabOff += n;
+    return h;
+  }
+
   /** Sends segments of `job` until it is finished or the LLP asks to wait. */
   private sendSegments(job: Job): 'done' | 'drain' | 'error' {
     const hdrLen = job.tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH;
@@ -167,8 +204,7 @@ export class Transmitter {
     while (!job.started || job.sent < job.total) {
       const n = Math.min(max, job.total - job.sent);
       const last = job.sent + n === job.total;
-      const seg: Uint8Array[] = [];
-      const hdr = new Uint8Array(hdrLen);
+      const hdr = this.header(hdrLen);
       if (job.tagged) {
         const lo = job.toLo + job.sent; // < 2^33: exact as a number
         writeTagged(
@@ -183,8 +219,13 @@ export class Transmitter {
         );
       } else
         encodeUntaggedHeader({ last, dv: this.dv, rsvdUlp: job.rsvdUlp, qn: job.qn, msn: job.msn, mo: job.sent }, hdr);
-      seg.push(hdr);
-      take(job, n, seg);
+      const one = n > 0 ? takeOne(job, n) : undefined;
+      let seg: Uint8Array[];
+      if (one !== undefined || n === 0) seg = one !== undefined ? [hdr, one] : [hdr];
+      else {
+        seg = [hdr];
+        take(job, n, seg);
+      }
       job.started = true;
       job.sent += n;
       let ok: boolean;

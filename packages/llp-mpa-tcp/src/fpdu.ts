@@ -17,6 +17,11 @@ const SLAB_SIZE = 16 * 1024;
 const HEADER_JOIN_MAX = 32;
 const AFTER_MARKER = MARKER_INTERVAL - MARKER_LENGTH;
 
+/** Where framed chunks go: an array, or a reusable list that never gives back its storage. */
+export interface ChunkSink {
+  push(chunk: Uint8Array): unknown;
+}
+
 /** Octets of the FPDU that carries a ULPDU of `length`, without Markers. */
 export function fpduLength(length: number): number {
   return 2 + length + padLength(length) + 4;
@@ -70,12 +75,12 @@ export class FpduWriter {
    * Appends the wire chunks of one FPDU carrying `parts` (which sum to `length`) to `out`, in order.
    * Returns the FPDU's octets on the wire (Markers included).
    */
-  frame(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
+  frame(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
     if (length > 0xffff) throw new RangeError(`ULPDU of ${length} octets does not fit ULPDU_Length`);
     return this.markers ? this.frameWithMarkers(parts, length, out) : this.framePlain(parts, length, out);
   }
 
-  private framePlain(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
+  private framePlain(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
     const pad = padLength(length);
     const crcOn = this.crcOn;
     if (length <= this.inline) return this.frameInline(parts, length, pad, out);
@@ -105,7 +110,7 @@ export class FpduWriter {
   }
 
   /** A small ULPDU as one piece: ULPDU_Length | ULPDU | pad | CRC (RFC 5044 §4.1), one CRC pass. */
-  private frameInline(parts: readonly Uint8Array[], length: number, pad: number, out: Uint8Array[]): number {
+  private frameInline(parts: readonly Uint8Array[], length: number, pad: number, out: ChunkSink): number {
     const total = 2 + length + pad + 4;
     const f = this.take(total);
     f[0] = length >>> 8;
@@ -123,7 +128,7 @@ export class FpduWriter {
     return total;
   }
 
-  private frameWithMarkers(parts: readonly Uint8Array[], length: number, out: Uint8Array[]): number {
+  private frameWithMarkers(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
     const pad = padLength(length);
     const crcOn = this.crcOn;
     let total = 0;

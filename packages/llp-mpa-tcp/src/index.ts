@@ -6,6 +6,7 @@ export { MpaTcpConnection, mpaCapabilities } from './connection.js';
 export { crc32c, crc32cBackend, crc32cRange, readCrc, writeCrc } from './crc.js';
 export { MpaCrcError, MpaErrorCode, MpaProtocolError, type MpaViolation } from './errors.js';
 export {
+  type ChunkSink,
   FpduReader,
   type FpduReaderOptions,
   FpduWriter,

@@ -57,6 +57,20 @@ function gather(length: number, chunks: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** The chunks of one FPDU being written; its storage is kept from FPDU to FPDU (no array per FPDU). */
+class ChunkList {
+  readonly items: (Uint8Array | undefined)[] = [];
+  n = 0;
+  push(chunk: Uint8Array): void {
+    this.items[this.n++] = chunk;
+  }
+  /** Drops the references (the socket holds what it still needs). */
+  clear(): void {
+    for (let i = 0; i < this.n; i++) this.items[i] = undefined;
+    this.n = 0;
+  }
+}
+
 /** Ceiling on a ULPDU copied for an RTR check: the largest RTR is a 46-octet Read Request. */
 const RTR_MAX = 64;
 
@@ -71,7 +85,7 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly logger: LlpLogger;
   private readonly connectionId: string;
   private readonly fixedMulpdu: number | undefined;
-  private readonly out: Uint8Array[] = [];
+  private readonly out = new ChunkList();
   private corked = false;
   /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
   private txOpen: boolean;
@@ -190,21 +204,22 @@ export class MpaTcpStream extends BaseLlpStream {
   private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
     const s = this.socket;
     const out = this.out;
-    out.length = 0;
+    out.n = 0;
     this.writer.frame(parts, length, out);
     if (!this.corked) {
       this.corked = true;
       s.cork();
       process.nextTick(this.uncork);
     }
-    const last = out.length - 1;
-    for (let i = 0; i < last; i++) s.write(out[i] as Uint8Array);
+    const chunks = out.items;
+    const last = out.n - 1;
+    for (let i = 0; i < last; i++) s.write(chunks[i] as Uint8Array);
     if (done)
-      s.write(out[last] as Uint8Array, (err?: Error | null) =>
+      s.write(chunks[last] as Uint8Array, (err?: Error | null) =>
         done(err ? new StreamClosedError('the FPDU was not written', { cause: err }) : undefined),
       );
-    else s.write(out[last] as Uint8Array);
-    out.length = 0;
+    else s.write(chunks[last] as Uint8Array);
+    out.clear();
     this.sentFpdus++;
     return s.writableLength < this.hwm;
   }
