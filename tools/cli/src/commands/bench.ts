@@ -84,7 +84,7 @@ async function mpaPingPong(iters: number): Promise<number> {
 }
 
 export async function runBench(o: BenchOptions, log: (s: string) => void): Promise<Figure[]> {
-  const rounds = Math.max(1, Number.parseInt(o.rounds, 10) || 5);
+  const rounds = Math.max(1, Number.parseInt(o.rounds, 10) || 9);
   warmupSeconds = Math.max(0, Number.parseFloat(o.warmup) || 0);
   const scale = o.quick ? 1 / 8 : 1;
   const figures: Figure[] = [];
@@ -201,7 +201,7 @@ export function registerBench(program: Command): void {
     )
     .option('--json', 'one JSON object per figure: {"name","unit","value","baseline","ratio"}')
     .option('--out <dir>', 'also write bench.md, bench.jsonl and bandwidth.svg there')
-    .option('--rounds <n>', 'alternating rounds per figure', '5')
+    .option('--rounds <n>', 'alternating rounds per figure (medians of both sides)', '9')
     .option('--warmup <seconds>', 'unrecorded warm-up per subject and baseline before its rounds', '1')
     .option('--quick', 'an eighth of the data, for a fast look')
     .addHelpText('after', '\nExamples:\n  rddp bench --json\n  rddp bench --out bench-results --rounds 3')
