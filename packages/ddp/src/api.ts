@@ -156,6 +156,14 @@ export type UlpSegmentCheck = (
   /** For tagged segments: the region the STag names, if it exists, is valid and is this stream's PD. */
   region: MemoryRegion | undefined,
 ) => UlpCheckFailure | undefined;
+/**
+ * An optional shortcut for the common tagged segment: given the segment's RsvdULP octet, the region its
+ * STag names (valid, this stream's PD, the octets in bounds) and its payload length, return true only
+ * when `ulpCheck` would accept the segment. DDP then places it without building a header object; false
+ * sends it through `ulpCheck` as usual.
+ */
+export type UlpTaggedFastCheck = (rsvdUlp: number, region: MemoryRegion, payloadLength: number) => boolean;
+
 export interface UlpCheckFailure {
   readonly layer: 'rdmap';
   readonly type: number;
@@ -174,6 +182,8 @@ export interface DdpStreamOptions {
   readonly queues?: number;
   /** Optional ULP check run on every incoming segment before any byte is placed. */
   readonly ulpCheck?: UlpSegmentCheck;
+  /** With `ulpCheck`: its shortcut for tagged segments it surely accepts (see `UlpTaggedFastCheck`). */
+  readonly ulpTaggedFastCheck?: UlpTaggedFastCheck;
   /**
    * What the LLP promises (its connection's capabilities). Ordered LLPs get the strict MO check (each
    * segment continues where the last ended); unreliable ones have duplicates of completed messages

@@ -20,6 +20,7 @@ import {
   type StagTableApi,
   TaggedErrorCode,
   type UlpSegmentCheck,
+  type UlpTaggedFastCheck,
   UntaggedErrorCode,
 } from './api.js';
 import { DDP_DV_MASK, DDP_L_FLAG, decodeHeader, gatherPrefix, get32, headerLength } from './header.js';
@@ -49,6 +50,7 @@ export interface ReceiverOptions {
   /** The LLP is reliable: a segment for an already completed message is a §7.1 error (otherwise a duplicate, dropped). */
   readonly reliable: boolean;
   readonly ulpCheck?: UlpSegmentCheck;
+  readonly ulpTaggedFastCheck?: UlpTaggedFastCheck;
 }
 
 /**
@@ -119,7 +121,7 @@ export class Receiver {
     const hlen = headerLength(first[0] as number);
     // The header is read in place when the first chunk holds it (the usual case), else gathered.
     const hdrBytes = first.length >= hlen ? first : gatherPrefix(u.chunks, Math.min(u.length, hlen), this.scratch);
-    if (hlen === DDP_TAGGED_HEADER_LENGTH && this.o.ulpCheck === undefined && this.taggedFast(hdrBytes, u)) return;
+    if (hlen === DDP_TAGGED_HEADER_LENGTH && this.taggedFast(hdrBytes, u)) return;
     const h = decodeHeader(hdrBytes);
     if (!h)
       return this.fail(
@@ -135,8 +137,8 @@ export class Receiver {
 
   /**
    * The common tagged segment, read straight from the header octets with no header object and no bigint:
-   * every §7.1 check passes, the TO is below 2^53. Anything else returns false and takes the general
-   * path, which reports the exact error.
+   * every §7.1 check passes, the TO is below 2^53, and the ULP has no check or its shortcut accepts the
+   * segment. Anything else returns false and takes the general path, which reports the exact error.
    */
   private taggedFast(b: Uint8Array, u: Ulpdu): boolean {
     const o = this.o;
@@ -151,6 +153,8 @@ export class Receiver {
     if (hi >= 0x20_0000) return false;
     const off = hi * 0x1_0000_0000 + get32(b, 10) - Number(r.baseTo);
     if (off < 0 || off + n > r.length) return false;
+    // A ULP check runs unless its shortcut vouches for this segment.
+    if (o.ulpCheck !== undefined && o.ulpTaggedFastCheck?.(b[1] as number, r, n) !== true) return false;
     copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer, off, n);
     this.taggedRun += n;
     const last = (c & DDP_L_FLAG) !== 0;

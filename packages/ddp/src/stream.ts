@@ -77,6 +77,7 @@ export class DdpStream implements DdpStreamApi {
         ordered: caps?.ordered ?? true,
         reliable: caps?.reliable ?? true,
         ulpCheck: options.ulpCheck,
+        ulpTaggedFastCheck: options.ulpTaggedFastCheck,
       },
       {
         wantsPlacement: () => this.placements.observed,

@@ -14,7 +14,17 @@ interface Seen {
   buffers: Uint8Array[];
 }
 
-function run(segments: { stagPick: number; to: bigint; len: number; last: boolean; dv: number }[], general: boolean) {
+type Mode = 'general' | 'fast' | 'ulp-general' | 'ulp-fast';
+
+/** A ULP check that refuses RsvdULP 0x41, and its shortcut that vouches for 0x40 only. */
+const ulpCheck = (h: { rsvdUlp: number }) =>
+  h.rsvdUlp === 0x41 ? { layer: 'rdmap' as const, type: 2, code: 5, message: 'refused by the ULP' } : undefined;
+const ulpTaggedFastCheck = (rsvdUlp: number) => rsvdUlp === 0x40;
+
+function run(
+  segments: { stagPick: number; to: bigint; len: number; last: boolean; dv: number; rsvdUlp: number }[],
+  mode: Mode,
+) {
   const llp = new HandFedLlp();
   const stags = new StagTable();
   const bufs = [new Uint8Array(300), new Uint8Array(300), new Uint8Array(300)];
@@ -26,7 +36,15 @@ function run(segments: { stagPick: number; to: bigint; len: number; last: boolea
   const invalid = stags.register({ pdId: 1, buffer: new Uint8Array(300), access: Access.RemoteWrite });
   stags.invalidate(invalid.stag);
   const stagsToUse = [...regions.map((r) => r.stag), invalid.stag, 0x12345600];
-  const ddp = new DdpStream(llp, { pdId: 1, stags, ...(general ? { ulpCheck: () => undefined } : {}) });
+  const options =
+    mode === 'general'
+      ? { ulpCheck: () => undefined }
+      : mode === 'ulp-general'
+        ? { ulpCheck }
+        : mode === 'ulp-fast'
+          ? { ulpCheck, ulpTaggedFastCheck }
+          : {};
+  const ddp = new DdpStream(llp, { pdId: 1, stags, ...options });
   const seen: Seen = { events: [], buffers: bufs };
   ddp.placement$.subscribe((e) => seen.events.push({ placement: e }));
   ddp.delivery$.subscribe((e) => seen.events.push({ delivery: e }));
@@ -38,7 +56,7 @@ function run(segments: { stagPick: number; to: bigint; len: number; last: boolea
       {
         last: s.last,
         dv: s.dv as 1,
-        rsvdUlp: 0x40,
+        rsvdUlp: s.rsvdUlp,
         stag: stagsToUse[s.stagPick % stagsToUse.length] as number,
         to: s.to,
       },
@@ -51,7 +69,7 @@ function run(segments: { stagPick: number; to: bigint; len: number; last: boolea
   return seen;
 }
 
-describe('RFC 5041 §7.1: the tagged fast path and the general path agree', () => {
+describe('RFC 5041 §7.1: the tagged fast path and the general path agree (with and without a ULP check)', () => {
   it('same placement, delivery, errors and memory for random segments (valid, out of bounds, bad STag, bad DDP version, TO near 2^53 and 2^64)', () => {
     // Region edges (300 octets at TO 0 and at 2^32) are hit on purpose: one octet either side of the bounds.
     const edge = fc.constantFrom(
@@ -78,14 +96,20 @@ describe('RFC 5041 §7.1: the tagged fast path and the general path agree', () =
       len: fc.oneof(fc.constantFrom(0, 1, 120), fc.nat({ max: 120 })),
       last: fc.boolean(),
       dv: fc.constantFrom(1, 1, 1, 0),
+      rsvdUlp: fc.constantFrom(0x40, 0x40, 0x41),
     });
     fc.assert(
       // Short runs: after the first error DDP drops every later segment (§7.1), so long runs test little.
       fc.property(fc.array(segment, { minLength: 1, maxLength: 3 }), (segments) => {
-        const fast = run(segments, false);
-        const general = run(segments, true);
+        const fast = run(segments, 'fast');
+        const general = run(segments, 'general');
         expect(fast.events).toEqual(general.events);
         expect(fast.buffers).toEqual(general.buffers);
+        // With a ULP check: its shortcut changes nothing either.
+        const ulpFast = run(segments, 'ulp-fast');
+        const ulpGeneral = run(segments, 'ulp-general');
+        expect(ulpFast.events).toEqual(ulpGeneral.events);
+        expect(ulpFast.buffers).toEqual(ulpGeneral.buffers);
       }),
       { numRuns: 1200 },
     );

@@ -283,6 +283,22 @@ export class Receiver {
     return undefined;
   }
 
+  /**
+   * DdpStreamOptions.ulpTaggedFastCheck: true exactly when `ulpCheck` accepts a tagged segment in a valid,
+   * in-bounds region without further state — an RDMA Write of this RDMAP version to a region that allows
+   * remote writes (RFC 5040 §7.2, §8.1.1) while the stream is not terminating. Read Responses (checked
+   * against the outstanding Reads) and everything else take `ulpCheck`.
+   */
+  readonly taggedFastCheck = (rsvdUlp: number, region: MemoryRegion, _payloadLength: number): boolean => {
+    const h = this.host;
+    return (
+      !h.rxBlocked &&
+      rsvdUlp >>> 6 === h.rv &&
+      (rsvdUlp & 0x0f) === RdmapOpcode.RdmaWrite &&
+      (region.access & Access.RemoteWrite) !== 0
+    );
+  };
+
   /** A DDP Message was Delivered (RFC 5041 §5.4). */
   onDelivery(ev: DeliveryEvent): void {
     const h = this.host;

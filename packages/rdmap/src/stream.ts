@@ -269,6 +269,7 @@ export class RdmapStream {
       stags: this.stags,
       queues, // RFC 7306 atomics add QN 3; DDP takes the count from its ULP
       ulpCheck: this.rx.ulpCheck,
+      ulpTaggedFastCheck: this.rx.taggedFastCheck,
       ...(options.llpCapabilities ? { llpCapabilities: options.llpCapabilities } : {}),
     };
     this.ddp = options.createDdp ? options.createDdp(this.llp, ddpOptions) : new DdpStream(this.llp, ddpOptions);
