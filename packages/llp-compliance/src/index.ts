@@ -10,9 +10,13 @@
 import {
   InvalidArgumentError,
   isLlpError,
+  type LlpAddress,
   type LlpCloseEvent,
   type LlpConnection,
+  type LlpConnectOptions,
+  type LlpListenOptions,
   type LlpStream,
+  type LlpTransport,
   StreamClosedError,
   type Ulpdu,
   UlpduTooLargeError,
@@ -30,6 +34,41 @@ export interface ComplianceContext {
   connectRejected?(privateData: Uint8Array): Promise<unknown>;
   /** Optional: the largest ULPDU worth testing (defaults to min(MULPDU, 256 KiB)). */
   readonly maxTestedUlpdu?: number;
+}
+
+/**
+ * The usual context for a transport: each pair is made through a fresh listener on `address` (closed once
+ * the pair is up), and `connectRejected` through a listener whose responder refuses. `connect` and
+ * `listen` options apply to every attempt (e.g. MPA parameters of each side).
+ */
+export function transportContext(
+  transport: LlpTransport,
+  address: LlpAddress,
+  options: { readonly connect?: LlpConnectOptions; readonly listen?: LlpListenOptions } = {},
+): ComplianceContext {
+  return {
+    async connect(o) {
+      const listener = await transport.listen(address, options.listen);
+      try {
+        const accepted = firstValueFrom(listener.connections$);
+        const a = await transport.connect(listener.address, { ...options.connect, ...o });
+        return [a, await accepted];
+      } finally {
+        await listener.close();
+      }
+    },
+    async connectRejected(privateData) {
+      const listener = await transport.listen(address, {
+        ...options.listen,
+        onConnectRequest: () => ({ accept: false, privateData }),
+      });
+      try {
+        return await transport.connect(listener.address, options.connect);
+      } finally {
+        await listener.close();
+      }
+    },
+  };
 }
 
 export interface ComplianceFactory {

@@ -1,4 +1,4 @@
-import { tests } from '@rddp/llp-compliance';
+import { tests, transportContext } from '@rddp/llp-compliance';
 import { describe } from 'vitest';
 import { createLoopbackPair, LoopbackNetwork, type LoopbackOptions, loopback } from '../src/index.js';
 
@@ -6,32 +6,8 @@ function suite(label: string, options: LoopbackOptions) {
   describe(label, () => {
     const network = new LoopbackNetwork();
     tests({
-      async setup() {
-        const transport = loopback({ ...options, network, highWaterMark: 256 * 1024 });
-        return {
-          async connect(o) {
-            const listener = await transport.listen({ host: 'srv', port: 0 });
-            const accepted = new Promise<import('@rddp/llp').LlpConnection>((resolve) =>
-              listener.connections$.subscribe(resolve),
-            );
-            const a = await transport.connect(listener.address, o);
-            const b = await accepted;
-            await listener.close();
-            return [a, b];
-          },
-          async connectRejected(privateData) {
-            const listener = await transport.listen(
-              { host: 'srv', port: 0 },
-              { onConnectRequest: () => ({ accept: false, privateData }) },
-            );
-            try {
-              return await transport.connect(listener.address);
-            } finally {
-              await listener.close();
-            }
-          },
-        };
-      },
+      setup: async () =>
+        transportContext(loopback({ ...options, network, highWaterMark: 256 * 1024 }), { host: 'srv', port: 0 }),
       async teardown() {},
     });
   });

@@ -1,8 +1,6 @@
-import type { LlpConnection } from '@rddp/llp';
-import { tests } from '@rddp/llp-compliance';
+import { tests, transportContext } from '@rddp/llp-compliance';
 import { describe } from 'vitest';
 import { type MpaParams, type MpaTcpOptions, mpaTcp } from '../src/index.js';
-import { tcpPair } from './helpers.js';
 
 interface Mode {
   readonly connect?: MpaParams;
@@ -13,30 +11,12 @@ interface Mode {
 function suite(label: string, mode: Mode) {
   describe(label, () => {
     tests({
-      async setup() {
-        const transport = mpaTcp({ highWaterMark: 256 * 1024, ...mode.options });
-        const connect = mode.connect ?? {};
-        const listen = mode.listen ?? {};
-        return {
-          connect: (o) =>
-            tcpPair(
-              transport,
-              { ...(o?.privateData ? { privateData: o.privateData } : {}), params: { ...connect } },
-              { params: { ...listen } },
-            ) as Promise<[LlpConnection, LlpConnection]>,
-          async connectRejected(privateData) {
-            const listener = await transport.listen(
-              { host: '127.0.0.1', port: 0 },
-              { params: { ...listen }, onConnectRequest: () => ({ accept: false, privateData }) },
-            );
-            try {
-              return await transport.connect(listener.address, { params: { ...connect } });
-            } finally {
-              await listener.close();
-            }
-          },
-        };
-      },
+      setup: async () =>
+        transportContext(
+          mpaTcp({ highWaterMark: 256 * 1024, ...mode.options }),
+          { host: '127.0.0.1', port: 0 },
+          { connect: { params: { ...mode.connect } }, listen: { params: { ...mode.listen } } },
+        ),
       async teardown() {},
     });
   });

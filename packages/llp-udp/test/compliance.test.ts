@@ -2,38 +2,18 @@
  * The LLP compliance suite (RFC 5041 §3, §6) over real UDP sockets on 127.0.0.1. The UDP LLP declares
  * itself unreliable and unordered (DDPP core draft §3.4), so the suite runs the checks that class allows.
  */
-import type { LlpConnection } from '@rddp/llp';
-import { tests } from '@rddp/llp-compliance';
+import { tests, transportContext } from '@rddp/llp-compliance';
 import { describe } from 'vitest';
 import { type UdpOptions, udp } from '../src/index.js';
 
 function suite(label: string, options: UdpOptions) {
   describe(label, () => {
     tests({
-      async setup() {
-        const transport = udp({ lingerMs: 50, closeTimeoutMs: 1000, retransmitMs: 20, ...options });
-        return {
-          async connect(o) {
-            const listener = await transport.listen({ host: '127.0.0.1', port: 0 });
-            const accepted = new Promise<LlpConnection>((resolve) => listener.connections$.subscribe(resolve));
-            const a = await transport.connect(listener.address, o);
-            const b = await accepted;
-            await listener.close();
-            return [a, b];
-          },
-          async connectRejected(privateData) {
-            const listener = await transport.listen(
-              { host: '127.0.0.1', port: 0 },
-              { onConnectRequest: () => ({ accept: false, privateData }) },
-            );
-            try {
-              return await transport.connect(listener.address);
-            } finally {
-              await listener.close();
-            }
-          },
-        };
-      },
+      setup: async () =>
+        transportContext(udp({ lingerMs: 50, closeTimeoutMs: 1000, retransmitMs: 20, ...options }), {
+          host: '127.0.0.1',
+          port: 0,
+        }),
       async teardown() {},
     });
   });
