@@ -239,7 +239,17 @@ export async function perfClient(
       let windowStart = t0;
       let windowDone = 0;
       const window = Math.max(p.txDepth, 16);
-      const inflight = new Set<Promise<unknown>>();
+      // tx-depth operations outstanding, refilled as each completes (a counter and one waiter, not a
+      // Promise.race over every outstanding operation: that costs O(depth) per message).
+      let outstanding = 0;
+      let slot: (() => void) | undefined;
+      let failure: { error: unknown } | undefined;
+      const settled = () => {
+        outstanding--;
+        const wake = slot;
+        slot = undefined;
+        wake?.();
+      };
       const onDone = () => {
         completed++;
         windowDone++;
@@ -249,6 +259,11 @@ export async function perfClient(
           windowStart = now;
           windowDone = 0;
         }
+        settled();
+      };
+      const onFail = (error: unknown) => {
+        failure ??= { error };
+        settled();
       };
       while (until(t0, issued)) {
         if (p.test === 'send_bw') {
@@ -273,12 +288,13 @@ export async function perfClient(
                 })
               : s.post({ type: 'send', payload: [payload] });
         issued++;
-        const tracked = op.then(onDone);
-        inflight.add(tracked);
-        void tracked.finally(() => inflight.delete(tracked));
-        if (inflight.size >= p.txDepth) await Promise.race(inflight);
+        outstanding++;
+        op.then(onDone, onFail);
+        while (outstanding >= p.txDepth) await new Promise<void>((r) => (slot = r));
+        if (failure) throw failure.error;
       }
-      await Promise.all(inflight);
+      while (outstanding > 0) await new Promise<void>((r) => (slot = r));
+      if (failure) throw failure.error;
       const ms = performance.now() - t0;
       const avg = mbPerSec(completed * size, ms);
       const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
