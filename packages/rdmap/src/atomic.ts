@@ -1,14 +1,31 @@
 /**
- * RFC 7306 atomic operations: the Atomic Request and Atomic Response Headers, the three operations with
- * their masks (FetchAdd, Swap, CmpSwap) on a naturally aligned 64-bit word of a Tagged Buffer, the
- * responder's check of that word, and the requester's outstanding atomics (bounded with RDMA Reads by ORD).
+ * RFC 7306 atomic operations: the Atomic Request and Atomic Response Headers, the two operations with
+ * their masks (FetchAdd, CmpSwap) on a naturally aligned 64-bit word of a Tagged Buffer, the responder's
+ * check of that word, and the requester's outstanding atomics (bounded with RDMA Reads by ORD).
  */
 import type { MemoryRegion, UlpCheckFailure } from '@rddp/ddp';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
 
-/** Atomic Operation Codes (RFC 7306 §5, IANA "RDMAP Message Atomic Operation Subcodes"); 3–15 are reserved. */
-export const AtomicOpcode = { FetchAdd: 0b0000, Swap: 0b0001, CmpSwap: 0b0010 } as const;
+/**
+ * Atomic Operation Codes (RFC 7306 IANA Considerations, registry "RDMAP Message Atomic Operation
+ * Subcodes"): FetchAdd 0000b, CmpSwap 0010b; 0001b is Reserved, 0011b–1111b unassigned. RFC 7306 has no
+ * Swap operation.
+ */
+export const AtomicOpcode = {
+  FetchAdd: 0b0000,
+  CmpSwap: 0b0010,
+  /**
+   * Not an Atomic OpCode: posting shorthand for an unconditional swap under the Swap Mask, sent as CmpSwap
+   * with Compare Mask 0 (every word compares equal). Never on the wire.
+   */
+  Swap: 'swap',
+} as const;
 export type AtomicOpcode = (typeof AtomicOpcode)[keyof typeof AtomicOpcode];
+
+/** True for the Atomic OpCodes RFC 7306 defines (FetchAdd, CmpSwap). */
+export function isAtomicOpcode(code: number): boolean {
+  return code === AtomicOpcode.FetchAdd || code === AtomicOpcode.CmpSwap;
+}
 
 /** The access right a Tagged Buffer needs for atomics (RFC 7306; verbs' Remote Atomic), beside RFC 5040's four. */
 export const ACCESS_REMOTE_ATOMIC = 0x10;
@@ -24,9 +41,9 @@ export interface AtomicRequestHeader {
   /** Remote STag and Tagged Offset of the 64-bit word operated on. */
   readonly remoteStag: number;
   readonly remoteTo: bigint;
-  /** Add Data (FetchAdd) or Swap Data (Swap, CmpSwap). */
+  /** Add Data (FetchAdd) or Swap Data (CmpSwap). */
   readonly addOrSwapData: bigint;
-  /** Add Mask (FetchAdd: field boundaries) or Swap Mask (which bits are swapped). */
+  /** Add Mask (FetchAdd: field boundaries) or Swap Mask (CmpSwap: which bits are swapped). */
   readonly addOrSwapMask: bigint;
   /** Compare Data and Compare Mask (CmpSwap only; zero otherwise). */
   readonly compareData: bigint;
@@ -123,13 +140,11 @@ export function maskedAdd(original: bigint, add: bigint, addMask: bigint): bigin
   return out;
 }
 
-/** The word's new value after the operation (RFC 7306 §5: FetchAdd, Swap, CmpSwap with their masks). */
+/** The word's new value after the operation (RFC 7306: FetchAdd, CmpSwap, with their masks). */
 export function applyAtomic(h: AtomicRequestHeader, original: bigint): bigint {
   switch (h.atomicOpcode) {
     case AtomicOpcode.FetchAdd:
       return maskedAdd(original, h.addOrSwapData, h.addOrSwapMask);
-    case AtomicOpcode.Swap:
-      return (original & ~h.addOrSwapMask & U64_MAX) | (h.addOrSwapData & h.addOrSwapMask);
     case AtomicOpcode.CmpSwap:
       if (((original ^ h.compareData) & h.compareMask) !== 0n) return original;
       return (original & ~h.addOrSwapMask & U64_MAX) | (h.addOrSwapData & h.addOrSwapMask);
@@ -160,11 +175,11 @@ export function checkAtomicRequest(
   region: MemoryRegion | undefined,
   pdId: number,
 ): { type: number; code: number; message: string } | undefined {
-  if (h.atomicOpcode > AtomicOpcode.CmpSwap)
+  if (!isAtomicOpcode(h.atomicOpcode))
     return {
       type: RdmaErrorType.RemoteOperation,
       code: RdmaErrorCode.UnexpectedOpcode,
-      message: `reserved Atomic OpCode ${h.atomicOpcode} (RFC 7306)`,
+      message: `Atomic OpCode ${h.atomicOpcode}: only FetchAdd (0000b) and CmpSwap (0010b) are defined (RFC 7306)`,
     };
   const stag = hex(h.remoteStag);
   const prot = (code: number, message: string) => ({ type: RdmaErrorType.RemoteProtection, code, message });

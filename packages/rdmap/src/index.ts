@@ -18,6 +18,7 @@ export {
   decodeAtomicResponse,
   encodeAtomicRequest,
   encodeAtomicResponse,
+  isAtomicOpcode,
   maskedAdd,
   type OutstandingAtomic,
   OutstandingAtomics,

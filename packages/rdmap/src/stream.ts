@@ -123,7 +123,7 @@ export interface RdmapStreamOptions {
 
 /** Which RFC 7306 extensions a stream uses. */
 export interface RdmapExtensions {
-  /** Atomic Request/Response: FetchAdd, Swap, CmpSwap (QN 1 shared with Read Requests, QN 3 for Responses). */
+  /** Atomic Request/Response: FetchAdd, CmpSwap (QN 1 shared with Read Requests, QN 3 for Responses). */
   readonly atomics?: boolean;
   /** Immediate Data and Immediate Data with Solicited Event (QN 0), Write/Send with Immediate. */
   readonly immediate?: boolean;
@@ -132,7 +132,7 @@ export interface RdmapExtensions {
 /** The largest message RDMAP can describe: RDMA Read Message Size and DDP MO are 32 bits (§4.4). */
 export const RDMAP_MAX_MESSAGE = 0xffff_ffff;
 const U64_MAX = (1n << 64n) - 1n;
-const ATOMIC_OPCODES: readonly number[] = Object.values(AtomicOpcode);
+const ATOMIC_OPCODES: readonly unknown[] = Object.values(AtomicOpcode);
 
 function totalLength(parts: readonly Uint8Array[]): number {
   let n = 0;
@@ -375,7 +375,7 @@ export class RdmapStream {
         byteLength = ATOMIC_OPERAND_LENGTH;
         if (!ATOMIC_OPCODES.includes(op.atomicOpcode))
           throw new RdmapInvalidArgumentError(
-            `Atomic OpCode ${String(op.atomicOpcode)} is not FetchAdd, Swap or CmpSwap`,
+            `Atomic OpCode ${String(op.atomicOpcode)} is not FetchAdd or CmpSwap (RFC 7306: 0001b is Reserved), nor Swap`,
           );
         checkStag(op.remoteStag, 'Remote STag');
         checkTo(op.remoteTo, 'Remote Tagged Offset');

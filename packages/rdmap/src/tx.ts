@@ -244,15 +244,17 @@ export class Transmitter {
         const requestId = this.nextRequestId;
         this.nextRequestId = (requestId + 1) % MSN_MODULO;
         const isAdd = op.atomicOpcode === AtomicOpcode.FetchAdd;
+        const isCmp = op.atomicOpcode === AtomicOpcode.CmpSwap;
+        // Swap is CmpSwap with Compare Mask 0: the compare always succeeds (RFC 7306 defines no Swap).
         const header = encodeAtomicRequest({
-          atomicOpcode: op.atomicOpcode,
+          atomicOpcode: isAdd ? AtomicOpcode.FetchAdd : AtomicOpcode.CmpSwap,
           requestId,
           remoteStag: op.remoteStag,
           remoteTo: op.remoteTo,
           addOrSwapData: op.addOrSwapData,
           addOrSwapMask: op.addOrSwapMask ?? (isAdd ? 0n : ALL_ONES),
-          compareData: op.atomicOpcode === AtomicOpcode.CmpSwap ? (op.compareData ?? 0n) : 0n,
-          compareMask: op.atomicOpcode === AtomicOpcode.CmpSwap ? (op.compareMask ?? ALL_ONES) : 0n,
+          compareData: isCmp ? (op.compareData ?? 0n) : 0n,
+          compareMask: isCmp ? (op.compareMask ?? ALL_ONES) : 0n,
         });
         h.atomics.add({ token: e, requestId });
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicRequest));

@@ -1,4 +1,5 @@
 /** The operations RDMAP offers its ULP (RFC 5040 §3.2) and what comes back from them. */
+import type { AtomicOpcode } from './atomic.js';
 import type { RdmapError } from './errors.js';
 import type { RdmapStreamState } from './state.js';
 import type { TerminateHeader } from './terminate.js';
@@ -62,15 +63,18 @@ export interface ImmediateOperation {
  */
 export interface AtomicOperation {
   readonly type: 'atomic';
-  /** `AtomicOpcode`: FetchAdd, Swap or CmpSwap. */
-  readonly atomicOpcode: number;
+  /**
+   * `AtomicOpcode.FetchAdd` or `AtomicOpcode.CmpSwap`, or `AtomicOpcode.Swap`: CmpSwap with Compare Mask 0
+   * on the wire (RFC 7306 has no Swap; 0001b is Reserved).
+   */
+  readonly atomicOpcode: number | typeof AtomicOpcode.Swap;
   readonly remoteStag: number;
   readonly remoteTo: bigint;
-  /** Add Data (FetchAdd) or Swap Data (Swap, CmpSwap). */
+  /** Add Data (FetchAdd) or Swap Data (CmpSwap, Swap). */
   readonly addOrSwapData: bigint;
   /** Add Mask (FetchAdd, default 0: a plain add) or Swap Mask (default all ones: swap every bit). */
   readonly addOrSwapMask?: bigint;
-  /** CmpSwap: compared with the word under Compare Mask (default all ones). */
+  /** CmpSwap: compared with the word under Compare Mask (default all ones). Ignored for Swap. */
   readonly compareData?: bigint;
   readonly compareMask?: bigint;
 }

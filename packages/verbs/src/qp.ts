@@ -302,7 +302,7 @@ export class QueuePair {
     });
   }
 
-  /** Swap (RFC 7306): the word takes `swap` (under `swapMask`); resolves with its value before. */
+  /** Unconditional swap: the word takes `swap` (under `swapMask`); resolves with its value before. Sent as RFC 7306 CmpSwap with Compare Mask 0 (RFC 7306 defines no Swap). */
   swap(
     local: Sge,
     remote: RemoteBuffer,

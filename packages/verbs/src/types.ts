@@ -105,7 +105,7 @@ export interface AtomicFetchAddWr extends AtomicWrBase {
   readonly addMask?: bigint;
 }
 
-/** Swap (RFC 7306 Swap): the bits of `swapMask` (default all) take `swap`. */
+/** Unconditional swap: the bits of `swapMask` (default all) take `swap`; sent as RFC 7306 CmpSwap with Compare Mask 0. */
 export interface AtomicSwapWr extends AtomicWrBase {
   readonly opcode: 'atomic-swap';
   readonly swap: bigint;

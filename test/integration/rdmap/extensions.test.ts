@@ -21,6 +21,7 @@ import {
   encodeAtomicResponse,
   encodeImmediateData,
   extensionOpcodeInfo,
+  isAtomicOpcode,
   maskedAdd,
   RdmapOpcode as Op,
   type RdmapOperation,
@@ -104,7 +105,12 @@ describe('RFC 7306 §4.1: the opcodes and queues the extensions use', () => {
     expect(EXTENSION_OPCODES.filter((o) => o.solicitedEvent).map((o) => o.opcode)).toEqual([0b1001]);
     expect(ATOMIC_RESPONSE_QUEUE).toBe(3);
     for (const op of [0, 7, 12, 15]) expect(extensionOpcodeInfo(op)).toBeUndefined();
-    expect(AtomicOpcode).toEqual({ FetchAdd: 0, Swap: 1, CmpSwap: 2 });
+  });
+
+  it('RFC 7306 IANA registry "RDMAP Message Atomic Operation Subcodes": FetchAdd 0000b, CmpSwap 0010b; 0001b Reserved, no Swap', () => {
+    expect([AtomicOpcode.FetchAdd, AtomicOpcode.CmpSwap]).toEqual([0b0000, 0b0010]);
+    expect(Array.from({ length: 16 }, (_, i) => i).filter(isAtomicOpcode)).toEqual([0, 2]);
+    expect(AtomicOpcode.Swap).toBe('swap'); // a posting shorthand, not a code
   });
 });
 
@@ -139,7 +145,7 @@ describe('RFC 7306 §5 headers, as byte vectors', () => {
 
   it('RFC 7306 §5: reserved bits are zero on transmit and ignored on receive; out-of-range fields are refused', () => {
     const dirty = bytes(`fffffff1${requestWire.slice(8)}`);
-    expect(decodeAtomicRequest(dirty)).toMatchObject({ atomicOpcode: AtomicOpcode.Swap, reserved: 0x0fffffff });
+    expect(decodeAtomicRequest(dirty)).toMatchObject({ atomicOpcode: 1, reserved: 0x0fffffff });
     expect(hexOf(encodeAtomicRequest({ ...request, atomicOpcode: 1 })).slice(0, 8)).toBe('00000001');
     expect(() => encodeAtomicRequest({ ...request, atomicOpcode: 16 })).toThrow(RangeError);
     expect(() => encodeAtomicRequest({ ...request, remoteTo: 1n << 64n })).toThrow(RangeError);
@@ -194,9 +200,16 @@ describe('RFC 7306 atomic operations: what each does to the 64-bit word', () => 
     expect(maskedAdd(0x7fn, 1n, 1n << 63n)).toBe(0x80n);
   });
 
-  it('RFC 7306 Swap: the bits set in the Swap Mask take the Swap Data, the others keep their value', () => {
-    expect(applyAtomic(req(1, { addOrSwapData: 0x1111n, addOrSwapMask: ALL_ONES }), 0xffffn)).toBe(0x1111n);
-    expect(applyAtomic(req(1, { addOrSwapData: 0xabcdn, addOrSwapMask: 0xff00n }), 0x1234n)).toBe(0xab34n);
+  it('RFC 7306 IANA subcodes: 0001b is Reserved and 0011b–1111b unassigned, so no operation runs for them', () => {
+    for (const op of [1, 3, 15])
+      expect(() => applyAtomic(req(op, { addOrSwapMask: ALL_ONES }), 5n)).toThrow(RangeError);
+  });
+
+  it('RFC 7306 CmpSwap with Compare Mask 0 always swaps: the bits of the Swap Mask take the Swap Data', () => {
+    expect(applyAtomic(req(2, { addOrSwapData: 0x1111n, addOrSwapMask: ALL_ONES }), 0xffffn)).toBe(0x1111n);
+    expect(applyAtomic(req(2, { addOrSwapData: 0xabcdn, addOrSwapMask: 0xff00n, compareData: 9n }), 0x1234n)).toBe(
+      0xab34n,
+    );
   });
 
   it('RFC 7306 CmpSwap: swaps (under the Swap Mask) only if the word equals Compare Data under the Compare Mask', () => {
@@ -210,7 +223,7 @@ describe('RFC 7306 atomic operations: what each does to the 64-bit word', () => 
 });
 
 describe('RFC 7306 atomics end to end over the loopback LLP', () => {
-  it('RFC 7306: FetchAdd, Swap and CmpSwap change the remote word and complete with its original value', async () => {
+  it('RFC 7306: FetchAdd, CmpSwap and the Swap shorthand change the remote word and complete with its original value', async () => {
     const { a, b } = await rdmapPair('ietf', { a: { extensions: EXT }, b: { extensions: EXT } });
     const target = b.stags.register({
       pdId: 1,
@@ -436,6 +449,51 @@ describe('RFC 7306 messages on the wire, octet by octet', () => {
     expect(await done).toMatchObject({ status: 'success', atomicResult: 5n });
   });
 
+  it('RFC 7306 IANA subcodes (0001b Reserved): the Swap shorthand goes on the wire as CmpSwap with Compare Mask 0', async () => {
+    const peer = await rawPeer('ietf', { extensions: EXT });
+    const done = post(peer.rdmap.stream, {
+      type: 'atomic',
+      atomicOpcode: AtomicOpcode.Swap,
+      remoteStag: 0x00000301,
+      remoteTo: 0x18n,
+      addOrSwapData: 0xabn,
+      addOrSwapMask: 0xffn,
+      compareData: 0x55n, // ignored: Swap compares nothing
+    });
+    await until(() => peer.received.length === 1, 'the Atomic Request');
+    expect(peer.received[0]).toBe(
+      [
+        '41', // DDP control: T=0, L=1, DV=1
+        '4a', // RDMAP control: RV=1, OpCode 1010b Atomic Request
+        '00000000', // Invalidate STag field: zero
+        '00000001', // QN 1
+        '00000001', // MSN 1
+        '00000000', // MO 0
+        '00000002', // Atomic OpCode CmpSwap (0010b), never 0001b
+        '00000001', // Request Identifier
+        '00000301', // Remote STag
+        '0000000000000018', // Remote Tagged Offset
+        '00000000000000ab', // Swap Data
+        '00000000000000ff', // Swap Mask
+        '0000000000000000', // Compare Data
+        '0000000000000000', // Compare Mask 0: every word compares equal
+      ].join(''),
+    );
+    peer.send(atomicResponseSegment(1, 1, 0x1234n));
+    expect(await done).toMatchObject({ status: 'success', atomicResult: 0x1234n });
+  });
+
+  it('RFC 7306 IANA subcodes (0001b Reserved): the responder leaves the word alone and sends no Atomic Response', async () => {
+    const peer = await rawPeer('ietf', { extensions: EXT });
+    const target = peer.rdmap.stags.register({ pdId: 1, buffer: new Uint8Array(8), access: ACCESS_REMOTE_ATOMIC });
+    setWord(target.buffer, 0, 0x1234n);
+    const seg = atomicRequestSegment(1, { op: 1, id: 5, stag: target.stag, to: 0n, data: 0xabn, mask: ALL_ONES });
+    peer.send(seg);
+    await closed(peer.rdmap.stream);
+    expect(peer.received).toEqual([terminateHex({ dv, rv, layer: 0, etype: 2, code: 0x06, segment: seg })]);
+    expect(word(target.buffer, 0)).toBe(0x1234n);
+  });
+
   it('RFC 7306 Appendix A: the responder executes an Atomic Request and sends the Atomic Response on QN 3', async () => {
     const peer = await rawPeer('ietf', { extensions: EXT });
     const target = peer.rdmap.stags.register({ pdId: 1, buffer: new Uint8Array(16), access: ACCESS_REMOTE_ATOMIC });
@@ -516,7 +574,7 @@ const ERR_CASES: ErrCase[] = [
     rfc: 'RFC 7306 (Remote Atomic access), RFC 5040 Figure 9',
     what: 'an Atomic Request on an STag without the atomic access right: Remote Protection, Access rights violation',
     setup: atomicTarget(Access.RemoteWrite | Access.RemoteRead),
-    segments: (stag) => [atomicRequestSegment(1, { op: 1, id: 1, stag, to: 0n, data: 1n, mask: ALL_ONES })],
+    segments: (stag) => [atomicRequestSegment(1, { op: 2, id: 1, stag, to: 0n, data: 1n, mask: ALL_ONES })],
     etype: 1,
     code: 0x02,
   },
@@ -578,8 +636,16 @@ const ERR_CASES: ErrCase[] = [
     code: 0x01,
   },
   {
-    rfc: 'RFC 7306 (Atomic OpCodes 0011b–1111b reserved)',
-    what: 'an Atomic Request with a reserved Atomic OpCode: Remote Operation, Unexpected OpCode',
+    rfc: 'RFC 7306 IANA "RDMAP Message Atomic Operation Subcodes" (0001b Reserved)',
+    what: 'an Atomic Request with Atomic OpCode 0001b (no Swap in RFC 7306): Remote Operation, Unexpected OpCode',
+    setup: atomicTarget(ACCESS_REMOTE_ATOMIC),
+    segments: (stag) => [atomicRequestSegment(1, { op: 1, id: 1, stag, to: 0n, data: 1n, mask: ALL_ONES })],
+    etype: 2,
+    code: 0x06,
+  },
+  {
+    rfc: 'RFC 7306 IANA "RDMAP Message Atomic Operation Subcodes" (0011b–1111b unassigned)',
+    what: 'an Atomic Request with an unassigned Atomic OpCode: Remote Operation, Unexpected OpCode',
     setup: atomicTarget(ACCESS_REMOTE_ATOMIC),
     segments: (stag) => [atomicRequestSegment(1, { op: 3, id: 1, stag, to: 0n })],
     etype: 2,
@@ -780,7 +846,8 @@ describe('RFC 7306 §1.1 negotiation on the posting side', () => {
       return undefined;
     };
     expect(code(fetchAdd(1, 0n, 1n))).toBe('ERR_RDMAP_ORD_EXCEEDED');
-    expect(code({ ...fetchAdd(1, 0n, 1n), atomicOpcode: 3 } as RdmapOperation)).toBe('ERR_RDMAP_INVALID_ARGUMENT');
+    for (const atomicOpcode of [1, 3, 16])
+      expect(code({ ...fetchAdd(1, 0n, 1n), atomicOpcode } as RdmapOperation)).toBe('ERR_RDMAP_INVALID_ARGUMENT');
     expect(code(fetchAdd(1, 0n, 1n << 64n))).toBe('ERR_RDMAP_INVALID_ARGUMENT');
     expect(code({ type: 'immediate', data: -1n })).toBe('ERR_RDMAP_INVALID_ARGUMENT');
   });
