@@ -44,6 +44,8 @@ export interface MpaConnectionInit {
   readonly highWaterMark: number;
   readonly closeTimeoutMs: number;
   readonly inlineThreshold?: number;
+  readonly keepAliveMs?: number;
+  readonly idleTimeoutMs?: number;
   readonly logger: LlpLogger;
 }
 
@@ -79,6 +81,8 @@ export class MpaTcpConnection implements LlpConnection {
       highWaterMark: init.highWaterMark,
       closeTimeoutMs: init.closeTimeoutMs,
       ...(init.inlineThreshold !== undefined ? { inlineThreshold: init.inlineThreshold } : {}),
+      ...(init.keepAliveMs !== undefined ? { keepAliveMs: init.keepAliveMs } : {}),
+      ...(init.idleTimeoutMs !== undefined ? { idleTimeoutMs: init.idleTimeoutMs } : {}),
       logger: init.logger,
       connectionId: this.id,
     });

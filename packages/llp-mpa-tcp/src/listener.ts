@@ -244,6 +244,8 @@ export class MpaTcpListener implements LlpListener {
         highWaterMark: this.options.highWaterMark,
         closeTimeoutMs: this.options.closeTimeoutMs,
         inlineThreshold: this.options.inlineThreshold,
+        keepAliveMs: this.options.keepAliveMs,
+        idleTimeoutMs: this.options.idleTimeoutMs,
         logger: this.options.logger,
       });
       conn = c;

@@ -34,6 +34,16 @@ export interface MpaTcpOptions {
    * devices take small sends inline (default 128; 0: never). Larger ULPDUs are never copied.
    */
   readonly inlineThreshold?: number;
+  /**
+   * Established connections: TCP keepalive probes after this many ms without traffic, so a peer that
+   * vanished is detected (the connection then ends with `ConnectionAbortedError`). Default 60 000; 0: off.
+   */
+  readonly keepAliveMs?: number;
+  /**
+   * Established connections: reset one that has neither received nor sent an octet for this many ms
+   * (`LlpTimeoutError` on `closed$`). Default 0: off — idle queue pairs are normal in RDMA.
+   */
+  readonly idleTimeoutMs?: number;
   /** TCP_NODELAY (default true, as siw sets it): FPDUs leave without Nagle delay; corking batches them. */
   readonly noDelay?: boolean;
   /** Listener: most established connections at once; more are reset and reported (default 4096). */
@@ -52,6 +62,8 @@ export interface ResolvedTransportOptions {
   readonly handshakeTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly inlineThreshold: number;
+  readonly keepAliveMs: number;
+  readonly idleTimeoutMs: number;
   readonly noDelay: boolean;
   readonly maxConnections: number;
   readonly maxPendingStartups: number;
@@ -61,6 +73,13 @@ export interface ResolvedTransportOptions {
 export const LOOPBACK_EMSS = 65483;
 export const ETHERNET_EMSS_V4 = 1448;
 export const ETHERNET_EMSS_V6 = 1428;
+
+function nonNegative(name: string, v: unknown, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 31 - 1)
+    throw new InvalidArgumentError(`${name} must be an integer number of milliseconds 0..2^31-1, got ${String(v)}`);
+  return v;
+}
 
 function inlineThreshold(v: unknown): number {
   if (v === undefined) return INLINE_DEFAULT;
@@ -90,6 +109,8 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     inlineThreshold: inlineThreshold(o.inlineThreshold),
+    keepAliveMs: nonNegative('keepAliveMs', o.keepAliveMs, 60_000),
+    idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, 0),
     noDelay: o.noDelay ?? true,
     maxConnections: positive('maxConnections', o.maxConnections, 4096),
     maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),

@@ -34,6 +34,10 @@ export interface MpaStreamInit {
   readonly closeTimeoutMs: number;
   /** ULPDUs up to this size are framed inline, one socket chunk (default `INLINE_DEFAULT`). */
   readonly inlineThreshold?: number;
+  /** TCP keepalive initial delay (ms); 0 or absent: off. */
+  readonly keepAliveMs?: number;
+  /** Reset after this long with no octet in either direction (ms); 0 or absent: off. */
+  readonly idleTimeoutMs?: number;
   readonly logger: LlpLogger;
   readonly connectionId: string;
 }
@@ -135,6 +139,14 @@ export class MpaTcpStream extends BaseLlpStream {
     s.on('finish', () => this.onLocalFinDone());
     s.on('error', (e: NodeJS.ErrnoException) => this.onSocketError(e));
     s.on('close', () => this.onSocketClose());
+    if (init.keepAliveMs) s.setKeepAlive(true, init.keepAliveMs);
+    if (init.idleTimeoutMs) {
+      const ms = init.idleTimeoutMs;
+      s.setTimeout(ms, () => {
+        this.logger.debug('mpa.idle', { connection: this.connectionId, ms });
+        this.fail(new LlpTimeoutError(`no octet received or sent for ${ms} ms (idleTimeoutMs)`));
+      });
+    }
   }
 
   /** FPDUs this side has written and received (RTRs included). */

@@ -158,6 +158,8 @@ export class MpaTcpTransport implements LlpTransport {
           highWaterMark: o.highWaterMark,
           closeTimeoutMs: o.closeTimeoutMs,
           inlineThreshold: o.inlineThreshold,
+          keepAliveMs: o.keepAliveMs,
+          idleTimeoutMs: o.idleTimeoutMs,
           logger: o.logger,
         });
         o.logger.debug('mpa.established', { connection: conn.id, role: 'initiator', negotiated: n });

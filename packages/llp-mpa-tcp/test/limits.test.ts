@@ -52,3 +52,63 @@ describe('MPA/TCP listener limits', () => {
     await l.close();
   });
 });
+
+describe('MPA/TCP established-connection timers', () => {
+  async function pair(t: ReturnType<typeof mpaTcp>) {
+    const l = await t.listen({ host: '127.0.0.1', port: 0 });
+    const accepted = firstValueFrom(l.connections$);
+    const a = await t.connect(l.address);
+    const b = await accepted;
+    await l.close();
+    return [a, b] as const;
+  }
+
+  it('idleTimeoutMs: a connection with no octet either way for that long is reset with LlpTimeoutError; one with traffic stays up', async () => {
+    const t = mpaTcp({ idleTimeoutMs: 300 });
+    const [a, b] = await pair(t);
+    const [c, d] = await pair(t);
+    d.streams[0]?.setReceiver(() => {});
+    c.streams[0]?.setReceiver(() => {});
+    // c sends every 100 ms: never idle for 300 ms. a and b stay silent.
+    const timer = setInterval(() => c.streams[0]?.send([new Uint8Array(8)]), 100);
+    const ended = await firstValueFrom(a.closed$);
+    expect(ended.graceful).toBe(false);
+    expect(ended.error && isLlpError(ended.error, 'ERR_LLP_TIMEOUT')).toBe(true);
+    expect(ended.error?.message).toMatch(/idleTimeoutMs/);
+    await firstValueFrom(b.closed$);
+    await new Promise((r) => setTimeout(r, 400));
+    expect([c.state, d.state]).toEqual(['open', 'open']);
+    clearInterval(timer);
+    c.abort();
+    d.abort();
+  });
+
+  it('keepAliveMs: TCP keepalive is on by default (60 s) and off with 0; bad values are InvalidArgumentError', async () => {
+    const net = await import('node:net');
+    const calls: unknown[][] = [];
+    const orig = net.Socket.prototype.setKeepAlive;
+    net.Socket.prototype.setKeepAlive = function (this: import('node:net').Socket, ...args: unknown[]) {
+      calls.push(args);
+      return orig.apply(this, args as Parameters<typeof orig>);
+    };
+    try {
+      const [a, b] = await pair(mpaTcp());
+      expect(calls).toEqual([
+        [true, 60_000],
+        [true, 60_000],
+      ]);
+      a.abort();
+      b.abort();
+      calls.length = 0;
+      const [c, d] = await pair(mpaTcp({ keepAliveMs: 0 }));
+      expect(calls).toEqual([]);
+      c.abort();
+      d.abort();
+    } finally {
+      net.Socket.prototype.setKeepAlive = orig;
+    }
+    for (const v of [-1, 1.5, '10'])
+      expect(() => mpaTcp({ keepAliveMs: v as number })).toThrow(/keepAliveMs must be an integer/);
+    expect(() => mpaTcp({ idleTimeoutMs: -5 })).toThrow(/idleTimeoutMs must be an integer/);
+  });
+});
