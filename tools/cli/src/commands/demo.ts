@@ -65,7 +65,7 @@ export async function runDemo(o: DemoOptions, print: (s: string) => void): Promi
   const results = await perfClient(
     c2,
     tt.profileOf(c2),
-    { test: 'write_bw', sizes, iters: o.quick ? 300 : 2000, txDepth: 64, verify: true },
+    { test: 'write_bw', sizes, iters: o.quick ? 300 : 5000, txDepth: 64, verify: true }, // 5000: perftest's default
     (r) => {
       ok &&= r.verified;
       print(resultLine(r));
