@@ -90,6 +90,8 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly connectionId: string;
   private readonly fixedMulpdu: number | undefined;
   private readonly out = new ChunkList();
+  /** `done` callbacks of FPDUs handed to the socket, in order: the socket calls write callbacks in order. */
+  private readonly written: SendCallback[] = [];
   private corked = false;
   /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
   private txOpen: boolean;
@@ -226,15 +228,20 @@ export class MpaTcpStream extends BaseLlpStream {
     const chunks = out.items;
     const last = out.n - 1;
     for (let i = 0; i < last; i++) s.write(chunks[i] as Uint8Array);
-    if (done)
-      s.write(chunks[last] as Uint8Array, (err?: Error | null) =>
-        done(err ? new StreamClosedError('the FPDU was not written', { cause: err }) : undefined),
-      );
-    else s.write(chunks[last] as Uint8Array);
+    if (done) {
+      this.written.push(done);
+      s.write(chunks[last] as Uint8Array, this.onWritten);
+    } else s.write(chunks[last] as Uint8Array);
     out.clear();
     this.sentFpdus++;
     return s.writableLength < this.hwm;
   }
+
+  /** One shared write callback (no closure per FPDU): settles the oldest `done`. */
+  private readonly onWritten = (err?: Error | null): void => {
+    const done = this.written.shift();
+    done?.(err ? new StreamClosedError('the FPDU was not written', { cause: err }) : undefined);
+  };
 
   /** RFC 5044 §7.1.2: the Responder's first FPDU was received; what it held may go out now. */
   private openTx(): void {
