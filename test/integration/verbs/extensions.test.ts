@@ -1,62 +1,14 @@
 /** The verbs API for the RFC 7306 extensions: atomics and Write/Send with Immediate, over the loopback LLP. */
-import { createLoopbackPair } from '@rddp/llp-loopback';
-import {
-  Access,
-  type CompletionQueue,
-  Device,
-  type QueuePair,
-  type RdmapExtensions,
-  type WorkCompletion,
-  WorkCompletionError,
-} from '@rddp/verbs';
+import { Access, Device, type RdmapExtensions, type WorkCompletion, WorkCompletionError } from '@rddp/verbs';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { code, connectedPair, until } from './helpers.js';
 
 const EXT: RdmapExtensions = { atomics: true, immediate: true };
 
-interface End {
-  device: Device;
-  pd: ReturnType<Device['allocPd']>;
-  cq: CompletionQueue;
-  qp: QueuePair;
-  wcs: WorkCompletion[];
-}
-
 /** Two hosts with a connected queue pair each; each end enables what it is given (RFC 7306 §1.1). */
-async function connected(ext: { a?: RdmapExtensions; b?: RdmapExtensions } = { a: EXT, b: EXT }) {
-  const [ca, cb] = await createLoopbackPair();
-  const make = (): End => {
-    const device = new Device();
-    const pd = device.allocPd();
-    const cq = device.createCq();
-    const qp = pd.createQp({ sendCq: cq, recvCq: cq });
-    const wcs: WorkCompletion[] = [];
-    cq.completions$.subscribe((wc) => wcs.push(wc));
-    return { device, pd, cq, qp, wcs };
-  };
-  const a = make();
-  const b = make();
-  a.qp.connect(ca, ext.a ? { extensions: ext.a } : {});
-  b.qp.connect(cb, ext.b ? { extensions: ext.b } : {});
-  return { a, b };
-}
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
-
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
-}
+const connected = (ext: { a?: RdmapExtensions; b?: RdmapExtensions } = { a: EXT, b: EXT }) =>
+  connectedPair(ext.a ? { extensions: ext.a } : {}, ext.b ? { extensions: ext.b } : {});
 
 const word = (b: Uint8Array, off = 0) => new DataView(b.buffer, b.byteOffset + off, 8).getBigUint64(0);
 const setWord = (b: Uint8Array, off: number, v: bigint) =>

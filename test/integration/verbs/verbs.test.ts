@@ -1,65 +1,17 @@
 /** The verbs API over RDMAP (RFC 5040) and the loopback LLP, for both profiles. */
 import { createLoopbackPair } from '@rddp/llp-loopback';
-import {
-  Access,
-  type CompletionQueue,
-  type DdpProfile,
-  Device,
-  isVerbsError,
-  type QueuePair,
-  type WorkCompletion,
-  WorkCompletionError,
-} from '@rddp/verbs';
+import { Access, type DdpProfile, Device, isVerbsError, type WorkCompletion, WorkCompletionError } from '@rddp/verbs';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { code, connectedPair, until } from './helpers.js';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
 const RW = Access.LocalWrite | Access.RemoteWrite | Access.RemoteRead;
 
-interface End {
-  device: Device;
-  pd: ReturnType<Device['allocPd']>;
-  cq: CompletionQueue;
-  qp: QueuePair;
-  wcs: WorkCompletion[];
-}
-
 /** Two hosts (two devices) with a connected queue pair each. */
-async function connected(profile: DdpProfile, init: { ord?: number; ird?: number; maxSendWr?: number } = {}) {
-  const [ca, cb] = await createLoopbackPair();
-  const make = (): End => {
-    const device = new Device();
-    const pd = device.allocPd();
-    const cq = device.createCq();
-    const qp = pd.createQp({ sendCq: cq, recvCq: cq, profile, ...init });
-    const wcs: WorkCompletion[] = [];
-    cq.completions$.subscribe((wc) => wcs.push(wc));
-    return { device, pd, cq, qp, wcs };
-  };
-  const a = make();
-  const b = make();
-  a.qp.connect(ca);
-  b.qp.connect(cb);
-  return { a, b };
-}
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
-
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
-}
+const connected = (profile: DdpProfile, init: { ord?: number; ird?: number; maxSendWr?: number } = {}) =>
+  connectedPair({ profile, ...init });
 
 for (const profile of ['ietf', 'rdmac'] as const) {
   describe(`verbs: every operation through postSend/postRecv (${profile})`, () => {
