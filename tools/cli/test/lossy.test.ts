@@ -34,46 +34,20 @@ function available(): string | undefined {
 const why = available();
 if (why) console.warn(`lossy-link tests skipped: ${why}`);
 
+/** `nft …` inside namespace `ns`. */
+function nft(ns: string, ...args: string[]): string {
+  return sh(['ip', 'netns', 'exec', ns, 'nft', ...args]);
+}
+
 function setLoss(percent: number): void {
   for (const ns of [A, B]) {
-    sh(['ip', 'netns', 'exec', ns, 'nft', 'flush', 'ruleset']);
+    nft(ns, 'flush', 'ruleset');
     if (percent === 0) continue;
-    sh(['ip', 'netns', 'exec', ns, 'nft', 'add', 'table', 'inet', 'lossy']);
-    sh([
-      'ip',
-      'netns',
-      'exec',
-      ns,
-      'nft',
-      'add',
-      'chain',
-      'inet',
-      'lossy',
-      'in',
-      '{ type filter hook input priority 0 ; }',
-    ]);
-    sh([
-      'ip',
-      'netns',
-      'exec',
-      ns,
-      'nft',
-      'add',
-      'rule',
-      'inet',
-      'lossy',
-      'in',
-      'iifname',
-      `v${ns.at(-1)}`,
-      'numgen',
-      'random',
-      'mod',
-      '1000',
-      '<',
-      String(percent * 10),
-      'counter',
-      'drop',
-    ]);
+    nft(ns, 'add', 'table', 'inet', 'lossy');
+    nft(ns, 'add', 'chain', 'inet', 'lossy', 'in', '{ type filter hook input priority 0 ; }');
+    // Drop `percent` % of what arrives on the veth, at random.
+    const rule = `add rule inet lossy in iifname v${ns.at(-1)} numgen random mod 1000 < ${percent * 10} counter drop`;
+    nft(ns, ...rule.split(' '));
   }
 }
 
@@ -113,7 +87,7 @@ async function transfer(transport: string, octets: number, loss: number, size = 
 function dropped(): number {
   let n = 0;
   for (const ns of [A, B]) {
-    const text = sh(['ip', 'netns', 'exec', ns, 'nft', 'list', 'ruleset']);
+    const text = nft(ns, 'list', 'ruleset');
     for (const m of text.matchAll(/counter packets (\d+)/g)) n += Number(m[1]);
   }
   return n;
