@@ -14,7 +14,9 @@ import {
 export const DDP_T_FLAG = 0x80;
 export const DDP_L_FLAG = 0x40;
 export const DDP_DV_MASK = 0x03;
-const TWO_32 = 0x1_0000_0000;
+export const TWO_32 = 0x1_0000_0000;
+/** TOs up to 2^53 - 1 are exact as numbers: the hot paths take them without bigint arithmetic. */
+export const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
 /** Largest 40-bit RsvdULP value (§4.3). */
 export const MAX_UNTAGGED_RSVDULP = 2 ** 40 - 1;
 

@@ -23,11 +23,18 @@ import {
   type UlpTaggedFastCheck,
   UntaggedErrorCode,
 } from './api.js';
-import { DDP_DV_MASK, DDP_L_FLAG, decodeHeader, gatherPrefix, get32, headerLength } from './header.js';
+import {
+  DDP_DV_MASK,
+  DDP_L_FLAG,
+  decodeHeader,
+  gatherPrefix,
+  get32,
+  headerLength,
+  MAX_SAFE_TO,
+  TWO_32,
+} from './header.js';
 import { type ReceiveSlot, UntaggedQueue } from './queues.js';
 import { regionOffset } from './stag-table.js';
-
-const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** RDMAP header octets after an untagged DDP header that a Terminate may copy (RFC 5040 §4.8: up to 28). */
 const ULP_HEADER_COPY = 28;
@@ -151,7 +158,7 @@ export class Receiver {
     if (!r || !r.valid || r.pdId !== o.pdId || r.baseTo > MAX_SAFE_TO) return false;
     const hi = get32(b, 6);
     if (hi >= 0x20_0000) return false;
-    const off = hi * 0x1_0000_0000 + get32(b, 10) - Number(r.baseTo);
+    const off = hi * TWO_32 + get32(b, 10) - Number(r.baseTo);
     if (off < 0 || off + n > r.length) return false;
     // A ULP check runs unless its shortcut vouches for this segment.
     if (o.ulpCheck !== undefined && o.ulpTaggedFastCheck?.(b[1] as number, r, n) !== true) return false;

@@ -6,10 +6,10 @@
  */
 import type { AccessFlags, MemoryRegion, StagTableApi } from './api.js';
 import { DdpInvalidArgumentError, StagTableFullError, UnknownStagError } from './errors.js';
+import { MAX_SAFE_TO } from './header.js';
 
 const MAX_INDEX = 0xff_ffff;
 const MAX_TO = (1n << 64n) - 1n;
-const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
 
 export interface RegisterOptions {
   readonly pdId: number;

@@ -7,10 +7,7 @@
 import type { LlpError, LlpStream } from '@rddp/llp';
 import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpVersion } from './api.js';
 import { DdpAbortError, DdpLlpUnsuitableError, DdpStreamClosedError } from './errors.js';
-import { encodeUntaggedHeader, writeTagged } from './header.js';
-
-const TWO_32 = 0x1_0000_0000;
-const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
+import { encodeUntaggedHeader, MAX_SAFE_TO, TWO_32, writeTagged } from './header.js';
 
 interface Job {
   readonly tagged: boolean;
@@ -207,16 +204,7 @@ export class Transmitter {
       const hdr = this.header(hdrLen);
       if (job.tagged) {
         const lo = job.toLo + job.sent; // < 2^33: exact as a number
-        writeTagged(
-          hdr,
-          0,
-          last,
-          this.dv,
-          job.rsvdUlp,
-          job.stag,
-          (job.toHi + Math.floor(lo / 0x1_0000_0000)) >>> 0,
-          lo >>> 0,
-        );
+        writeTagged(hdr, 0, last, this.dv, job.rsvdUlp, job.stag, (job.toHi + Math.floor(lo / TWO_32)) >>> 0, lo >>> 0);
       } else
         encodeUntaggedHeader({ last, dv: this.dv, rsvdUlp: job.rsvdUlp, qn: job.qn, msn: job.msn, mo: job.sent }, hdr);
       const one = n > 0 ? takeOne(job, n) : undefined;
