@@ -8,6 +8,7 @@ import type { LlpConnection, LlpStream, LlpTransport } from '@rddp/llp';
 import { createLoopbackPair } from '@rddp/llp-loopback';
 import { type MpaParams, mpaTcp } from '@rddp/llp-mpa-tcp';
 import { firstValueFrom } from 'rxjs';
+import { OpWindow } from '../perf/window.js';
 
 /** RDMAP control octet of an RDMA Write: RV=1 (bits 0-1 = 01), opcode 0000 (RFC 5040 §4.2). */
 export const RDMA_WRITE_CONTROL = 0x40;
@@ -55,26 +56,13 @@ export async function ddpWriteBandwidth(
   const payload = new Uint8Array(size).fill(0x5a);
   const parts = [payload];
   // A window of `depth` outstanding Writes, refilled as each completes (perftest's tx-depth).
-  let outstanding = 0;
-  let slot: (() => void) | undefined;
-  let failure: unknown;
-  const completed = () => {
-    outstanding--;
-    const s = slot;
-    slot = undefined;
-    s?.();
-  };
-  const failed = (e: unknown) => {
-    failure ??= e;
-    completed();
-  };
+  const ops = new OpWindow();
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
-    outstanding++;
-    tx.sendTagged(region.stag, 0n, parts, RDMA_WRITE_CONTROL).then(completed, failed);
-    if (outstanding >= depth) await new Promise<void>((r) => (slot = r));
-    if (failure) throw failure;
+    ops.track(tx.sendTagged(region.stag, 0n, parts, RDMA_WRITE_CONTROL));
+    if (ops.full(depth)) await ops.room(depth);
   }
+  await ops.drain();
   await done;
   const ms = performance.now() - t0;
   if (sink[size - 1] !== 0x5a) throw new Error('verification failed: the sink does not hold the written data');

@@ -11,6 +11,7 @@ import { summarizeLatency } from '../bench/stats.js';
 import { RdmaSession } from '../rping/session.js';
 import type { BwRow, LatRow } from './format.js';
 import { mbPerSec } from './format.js';
+import { OpWindow } from './window.js';
 
 export const PERF_TESTS = [
   'write_bw',
@@ -239,18 +240,7 @@ export async function perfClient(
       let windowStart = t0;
       let windowDone = 0;
       const window = Math.max(p.txDepth, 16);
-      // tx-depth operations outstanding, refilled as each completes (a counter and one waiter, not a
-      // Promise.race over every outstanding operation: that costs O(depth) per message).
-      let outstanding = 0;
-      let slot: (() => void) | undefined;
-      let failure: { error: unknown } | undefined;
-      const settled = () => {
-        outstanding--;
-        const wake = slot;
-        slot = undefined;
-        wake?.();
-      };
-      const onDone = () => {
+      const ops = new OpWindow(() => {
         completed++;
         windowDone++;
         if (windowDone === window) {
@@ -259,12 +249,7 @@ export async function perfClient(
           windowStart = now;
           windowDone = 0;
         }
-        settled();
-      };
-      const onFail = (error: unknown) => {
-        failure ??= { error };
-        settled();
-      };
+      });
       while (until(t0, issued)) {
         if (p.test === 'send_bw') {
           while (credits === 0) {
@@ -288,13 +273,10 @@ export async function perfClient(
                 })
               : s.post({ type: 'send', payload: [payload] });
         issued++;
-        outstanding++;
-        op.then(onDone, onFail);
-        while (outstanding >= p.txDepth) await new Promise<void>((r) => (slot = r));
-        if (failure) throw failure.error;
+        ops.track(op);
+        if (ops.full(p.txDepth)) await ops.room(p.txDepth);
       }
-      while (outstanding > 0) await new Promise<void>((r) => (slot = r));
-      if (failure) throw failure.error;
+      await ops.drain();
       const ms = performance.now() - t0;
       const avg = mbPerSec(completed * size, ms);
       const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
