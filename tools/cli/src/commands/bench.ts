@@ -34,23 +34,26 @@ interface BenchOptions {
 
 const MiB = 1 << 20;
 
-/** Seconds each subject and baseline runs, unrecorded, before its rounds (JIT tiers and heap settle). */
-let warmupSeconds = 1;
+/** Alternating rounds per figure, after each subject and baseline ran unrecorded for `warmupSeconds`. */
+interface Plan {
+  readonly rounds: number;
+  readonly warmupSeconds: number;
+}
 
-async function warmUp(run: () => Promise<number>): Promise<void> {
-  const until = performance.now() + warmupSeconds * 1000;
+async function warmUp(run: () => Promise<number>, seconds: number): Promise<void> {
+  const until = performance.now() + seconds * 1000;
   do await run();
   while (performance.now() < until);
 }
 
 /** Warms both up, then runs subject and baseline alternately for `rounds` rounds; returns both medians. */
 async function alternate(
-  rounds: number,
+  { rounds, warmupSeconds }: Plan,
   subject: () => Promise<number>,
   baseline: () => Promise<number>,
 ): Promise<[number, number]> {
-  await warmUp(subject);
-  await warmUp(baseline);
+  await warmUp(subject, warmupSeconds);
+  await warmUp(baseline, warmupSeconds);
   const s: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < rounds; i++) {
@@ -85,7 +88,7 @@ async function mpaPingPong(iters: number): Promise<number> {
 
 export async function runBench(o: BenchOptions, log: (s: string) => void): Promise<Figure[]> {
   const rounds = Math.max(1, Number.parseInt(o.rounds, 10) || 9);
-  warmupSeconds = Math.max(0, Number.parseFloat(o.warmup) || 0);
+  const plan: Plan = { rounds, warmupSeconds: Math.max(0, Number.parseFloat(o.warmup) || 0) };
   const scale = o.quick ? 1 / 8 : 1;
   const figures: Figure[] = [];
   const add = (f: Figure) => {
@@ -105,7 +108,7 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
     const total = Math.max(size * 16, 256 * MiB * scale);
     for (const m of modes) {
       const [v, base] = await alternate(
-        rounds,
+        plan,
         () => mpaWrite(m.params, size, total),
         () => rawTcpBandwidth(size, total),
       );
@@ -120,7 +123,7 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
   }
   const iters = Math.round(2000 * scale) + 100;
   const [lat, latBase] = await alternate(
-    rounds,
+    plan,
     () => mpaPingPong(iters),
     async () => median(await rawTcpPingPong(64, iters)),
   );
@@ -131,7 +134,7 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
     }),
   );
   const [lb, copy] = await alternate(
-    rounds,
+    plan,
     () => loopbackWriteBandwidth(64 * 1024, 512 * MiB * scale),
     async () => copyLoopBandwidth(64 * 1024, 512 * MiB * scale),
   );
