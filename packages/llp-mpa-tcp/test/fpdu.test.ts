@@ -113,7 +113,7 @@ describe('FPDU transmit (RFC 5044 §4.1, §4.4)', () => {
     expect(toHex(out2[0] as Uint8Array)).toBe(toHex(Buffer.concat([Buffer.from([0x03, 0xfa]), hdr])));
   });
 
-  it(`ULPDUs up to the inline threshold (default ${INLINE_DEFAULT}) leave as one chunk, octet for octet the same FPDU`, () => {
+  it(`RFC 5044 §4.1, §4.4: ULPDUs up to the inline threshold (default ${INLINE_DEFAULT}) leave as one chunk, octet for octet the same FPDU (length, pad, CRC)`, () => {
     for (const crc of [true, false])
       for (let length = 0; length <= 300; length += length < 140 ? 1 : 37) {
         const parts = length > 18 ? [pattern(18, length), pattern(length - 18, 7)] : [pattern(length, 5)];
