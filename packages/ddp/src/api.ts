@@ -190,6 +190,12 @@ export interface DdpStreamOptions {
    * dropped instead of reported. Default: reliable and ordered (RFC 5041 §3).
    */
   readonly llpCapabilities?: { readonly reliable: boolean; readonly ordered: boolean };
+  /**
+   * Messages the transmit queue holds before they are handed to the LLP (the LLP pushing back). A send
+   * beyond it is refused with `DdpSendQueueFullError`; callers watch `sendQueueLength` and the `onHanded`
+   * callback to stay below it. Default 1024.
+   */
+  readonly maxSendQueue?: number;
 }
 
 /** STag table surface DDP needs (implemented by `StagTable`). */
@@ -228,7 +234,8 @@ export interface DdpStreamApi {
 
   /**
    * Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last.
-   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`.
+   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`;
+   * `onHanded` runs (synchronously, once) when the last segment has been handed to the LLP.
    */
   sendTagged(
     stag: number,
@@ -236,12 +243,21 @@ export interface DdpStreamApi {
     payload: readonly Uint8Array[],
     rsvdUlp: number,
     signal?: AbortSignal,
+    onHanded?: () => void,
   ): Promise<void>;
   /**
    * Send an untagged DDP Message on queue `qn` (§5.1.2) with that queue's next MSN (from 1).
-   * Resolves with the MSN once the LLP holds no reference to `payload`.
+   * Resolves with the MSN once the LLP holds no reference to `payload`; `onHanded` as for `sendTagged`.
    */
-  sendUntagged(qn: number, payload: readonly Uint8Array[], rsvdUlp: number, signal?: AbortSignal): Promise<number>;
+  sendUntagged(
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): Promise<number>;
+  /** Messages queued and not yet handed to the LLP in full (bounded by `maxSendQueue`). */
+  readonly sendQueueLength: number;
   /** Post a receive buffer on queue `qn`; consumed in MSN order. */
   postReceive(qn: number, buffer: Uint8Array, receiveId?: unknown): void;
   /** Receive buffers posted and not yet consumed on `qn`. */

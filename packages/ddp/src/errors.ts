@@ -33,6 +33,11 @@ export class StagTableFullError extends DdpError {
 }
 
 /** A send was aborted by its AbortSignal before all of its segments were handed to the LLP. */
+/** The DDP transmit queue holds `maxSendQueue` messages not yet handed to the LLP: the caller must wait. */
+export class DdpSendQueueFullError extends DdpError {
+  readonly code = 'ERR_DDP_SEND_QUEUE_FULL';
+}
+
 export class DdpAbortError extends DdpError {
   readonly code = 'ERR_DDP_ABORTED';
 }
@@ -43,7 +48,8 @@ export type DdpErrorCode =
   | DdpLlpUnsuitableError['code']
   | UnknownStagError['code']
   | StagTableFullError['code']
-  | DdpAbortError['code'];
+  | DdpAbortError['code']
+  | DdpSendQueueFullError['code'];
 
 export function isDdpError(x: unknown, code?: DdpErrorCode): x is DdpError {
   return x instanceof DdpError && (code === undefined || x.code === code);

@@ -25,21 +25,30 @@ export type SlotLookup = ReceiveSlot | 'no-buffer' | 'range-not-valid';
 
 const HALF = 0x8000_0000;
 
+/**
+ * One untagged queue's receive window. Only posted, not yet completed buffers are held (keyed by MSN), so
+ * memory is bounded by what the ULP posted whatever order messages complete in (RFC 5041 §5.3): a message
+ * that never arrives (an MSN hole) pins its own buffer, not every buffer posted after it.
+ */
 export class UntaggedQueue {
-  /** Posted slots, oldest first; the first has MSN `baseMsn`. */
-  private readonly slots: ReceiveSlot[] = [];
-  /** MSN of the oldest not-yet-completed message (starts at 1, §5.1.2). */
+  /** Posted, not completed slots by MSN, in posting (= MSN) order. */
+  private readonly open = new Map<number, ReceiveSlot>();
+  /** MSN of the oldest not-yet-completed message (starts at 1, §5.1.2); equals `nextMsn` when none is open. */
   private baseMsn = 1;
+  /** MSN the next posted buffer gets. */
+  private nextMsn = 1;
 
   constructor(readonly qn: number) {}
 
+  /** Buffers posted and not completed. */
   get posted(): number {
-    return this.slots.filter((s) => !s.complete).length;
+    return this.open.size;
   }
 
   post(buffer: Uint8Array, receiveId: unknown): void {
-    const msn = (this.baseMsn + this.slots.length) >>> 0;
-    this.slots.push({
+    const msn = this.nextMsn;
+    this.nextMsn = (msn + 1) >>> 0;
+    this.open.set(msn, {
       msn,
       buffer,
       receiveId,
@@ -52,33 +61,35 @@ export class UntaggedQueue {
     });
   }
 
-  /** §7.1 check 5: the MSN lies between the first and the last available buffer's MSN. */
+  /**
+   * §7.1 check 5: the MSN lies between the first and the last available buffer's MSN. Below the window, or
+   * a message inside it that already completed: "MSN range is not valid"; beyond the last posted buffer:
+   * "no buffer available" (§7.2).
+   */
   lookup(msn: number): SlotLookup {
     const d = (msn - this.baseMsn) >>> 0;
-    if (d >= HALF) return 'range-not-valid'; // before the window: a message already completed
-    if (d >= this.slots.length) return 'no-buffer';
-    const s = this.slots[d] as ReceiveSlot;
-    return s.complete ? 'range-not-valid' : s;
+    if (d >= HALF) return 'range-not-valid';
+    if (d >= (this.nextMsn - this.baseMsn) >>> 0) return 'no-buffer';
+    return this.open.get(msn) ?? 'range-not-valid';
   }
 
-  /** Marks `slot` complete and drops completed slots from the front, advancing the window. */
+  /** Marks `slot` complete and drops it; the window's start moves to the oldest buffer still open. */
   complete(slot: ReceiveSlot): void {
     slot.complete = true;
-    while (this.slots.length > 0 && (this.slots[0] as ReceiveSlot).complete) {
-      this.slots.shift();
-      this.baseMsn = (this.baseMsn + 1) >>> 0;
-    }
+    this.open.delete(slot.msn);
+    if (slot.msn !== this.baseMsn) return;
+    const first = this.open.keys().next();
+    this.baseMsn = first.done ? this.nextMsn : first.value;
   }
 
   /** Takes back every posted, not completed buffer, in MSN order; the next message then finds no buffer. */
   flush(): FlushedReceive[] {
-    const out = this.slots
-      .filter((s) => !s.complete)
-      .map((s) => ({ qn: this.qn, msn: s.msn, buffer: s.buffer, receiveId: s.receiveId, placed: s.placed }));
-    // Completed slots only sit behind an incomplete one; the window restarts at the first incomplete MSN.
-    const firstOpen = this.slots.find((s) => !s.complete);
-    if (firstOpen) this.baseMsn = firstOpen.msn;
-    this.slots.length = 0;
+    const out: FlushedReceive[] = [];
+    for (const s of this.open.values())
+      out.push({ qn: this.qn, msn: s.msn, buffer: s.buffer, receiveId: s.receiveId, placed: s.placed });
+    // The window restarts at the first flushed MSN: buffers posted later take those MSNs again.
+    if (out.length > 0) this.baseMsn = this.nextMsn = (out[0] as FlushedReceive).msn;
+    this.open.clear();
     return out;
   }
 }

@@ -66,7 +66,10 @@ export class DdpStream implements DdpStreamApi {
     if (!Number.isInteger(queues) || queues < 1)
       throw new DdpInvalidArgumentError(`queues must be a positive integer, got ${queues}`);
     this.nextMsn = new Array<number>(queues).fill(1); // §5.1.2: MSN starts at 1 on every queue
-    this.tx = new Transmitter(llp, dv);
+    const maxSendQueue = options.maxSendQueue ?? 1024;
+    if (!Number.isInteger(maxSendQueue) || maxSendQueue < 1)
+      throw new DdpInvalidArgumentError(`maxSendQueue must be a positive integer, got ${maxSendQueue}`);
+    this.tx = new Transmitter(llp, dv, maxSendQueue);
     const caps = options.llpCapabilities;
     this.rx = new Receiver(
       {
@@ -117,6 +120,10 @@ export class DdpStream implements DdpStreamApi {
     };
   }
 
+  get sendQueueLength(): number {
+    return this.tx.queued;
+  }
+
   maxPayload(tagged: boolean): number {
     return Math.max(0, this.llp.mulpdu - (tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH));
   }
@@ -127,6 +134,7 @@ export class DdpStream implements DdpStreamApi {
     payload: readonly Uint8Array[],
     rsvdUlp: number,
     signal?: AbortSignal,
+    onHanded?: () => void,
   ): Promise<void> {
     try {
       this.assertCanSend();
@@ -138,13 +146,20 @@ export class DdpStream implements DdpStreamApi {
       const n = payloadLength(payload);
       if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
         throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
-      return this.tx.enqueue(true, stag, to, 0, 0, rsvdUlp, payload, n, signal) as Promise<void>;
+      this.tx.checkRoom();
+      return this.tx.enqueue(true, stag, to, 0, 0, rsvdUlp, payload, n, signal, onHanded) as Promise<void>;
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
-  sendUntagged(qn: number, payload: readonly Uint8Array[], rsvdUlp: number, signal?: AbortSignal): Promise<number> {
+  sendUntagged(
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): Promise<number> {
     try {
       this.assertCanSend();
       checkU32('QN', qn);
@@ -153,9 +168,10 @@ export class DdpStream implements DdpStreamApi {
       const n = payloadLength(payload);
       if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
       // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
+      this.tx.checkRoom();
       const msn = this.nextMsnFor(qn);
       // Settles with the MSN itself: no extra promise per message.
-      return this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, signal) as Promise<number>;
+      return this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, signal, onHanded) as Promise<number>;
     } catch (e) {
       return Promise.reject(e);
     }

@@ -6,7 +6,7 @@
  */
 import type { LlpError, LlpStream } from '@rddp/llp';
 import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpVersion } from './api.js';
-import { DdpAbortError, DdpLlpUnsuitableError, DdpStreamClosedError } from './errors.js';
+import { DdpAbortError, DdpLlpUnsuitableError, DdpSendQueueFullError, DdpStreamClosedError } from './errors.js';
 import { encodeUntaggedHeader, MAX_SAFE_TO, TWO_32, writeTagged } from './header.js';
 
 interface Job {
@@ -29,6 +29,8 @@ interface Job {
   /** Settles the message's promise: with its MSN for an untagged message (RFC 5041 §4.3), else undefined. */
   resolve(value: number | undefined): void;
   reject(e: unknown): void;
+  /** Runs once the last segment is handed to the LLP. */
+  readonly handed: (() => void) | undefined;
 }
 
 /** Takes up to `n` octets from the job's cursor as subarrays (no copy). */
@@ -81,7 +83,20 @@ export class Transmitter {
   constructor(
     private readonly llp: LlpStream,
     private readonly dv: DdpVersion,
+    /** Bound on queued messages: the queue pushes back instead of growing (the LLP may stall for ever). */
+    private readonly maxQueue: number,
   ) {}
+
+  /** Throws when the queue is at its bound (before the caller takes an MSN for the message). */
+  checkRoom(): void {
+    if (this.jobs.length >= this.maxQueue)
+      throw new DdpSendQueueFullError(`${this.jobs.length} messages wait for the LLP (maxSendQueue ${this.maxQueue})`);
+  }
+
+  /** Messages not yet handed to the LLP in full. */
+  get queued(): number {
+    return this.jobs.length;
+  }
 
   enqueue(
     tagged: boolean,
@@ -93,6 +108,7 @@ export class Transmitter {
     parts: readonly Uint8Array[],
     total: number,
     signal?: AbortSignal,
+    handed?: () => void,
   ): Promise<number | undefined> {
     if (this.closedError) return Promise.reject(this.closedError);
     if (signal?.aborted)
@@ -127,6 +143,7 @@ export class Transmitter {
         signal,
         resolve,
         reject,
+        handed,
       });
       if (!this.pumping) this.pump();
     });
@@ -231,7 +248,10 @@ export class Transmitter {
         return 'error';
       }
       this.segmentsSent++;
-      if (last) return 'done';
+      if (last) {
+        job.handed?.();
+        return 'done';
+      }
       if (!ok) return 'drain';
     }
     return 'done';

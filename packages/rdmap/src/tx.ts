@@ -68,6 +68,11 @@ function guard<T>(send: () => Promise<T>): Promise<T> {
 }
 
 const MSN_MODULO = 0x1_0000_0000;
+/**
+ * Send-queue messages DDP may hold while its LLP pushes back; further requests wait here (in `pending`,
+ * bounded by what the application posts), so DDP's transmit queue stays far below its `maxSendQueue`.
+ */
+const DDP_QUEUE_LIMIT = 64;
 const ALL_ONES = (1n << 64n) - 1n;
 
 export class Transmitter {
@@ -83,6 +88,8 @@ export class Transmitter {
   private readonly nextMsn = [1, 1];
   private pumping = false;
   private completing = false;
+  /** The pump stopped because DDP's transmit queue is at `DDP_QUEUE_LIMIT`; a hand-off restarts it. */
+  private waitingForDdp = false;
   /** The Request Identifier of the next Atomic Request (RFC 7306), 32 bits. */
   private nextRequestId = 1;
 
@@ -173,6 +180,10 @@ export class Transmitter {
         if (e.wr.fence && this.requestsInFlight > 0) break; // Read fence (§5.5 rule 12, Appendix B footnote 2)
         const t = e.wr.op.type;
         if ((t === 'read' || t === 'atomic') && this.requestsInFlight >= h.reads.ord) break; // ORD (§6.1)
+        if (h.ddp.sendQueueLength >= DDP_QUEUE_LIMIT) {
+          this.waitingForDdp = true; // the LLP pushes back: hold requests here rather than in DDP
+          break;
+        }
         this.pending.shift();
         this.submit(e);
       }
@@ -181,6 +192,13 @@ export class Transmitter {
     }
     this.complete();
   }
+
+  /** A send-queue message went to the LLP: DDP's queue has room again. */
+  private readonly handed = (): void => {
+    if (!this.waitingForDdp) return;
+    this.waitingForDdp = false;
+    queueMicrotask(() => this.pump()); // after DDP has dropped the message from its queue
+  };
 
   private finishEarly(e: SqEntry, status: CompletionStatus, error: RdmapError): void {
     e.detachAbort?.();
@@ -217,7 +235,7 @@ export class Transmitter {
     switch (op.type) {
       case 'write': {
         const ctrl = encodeControl(h.rv, RdmapOpcode.RdmaWrite);
-        const written = guard(() => h.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl));
+        const written = guard(() => h.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl, undefined, this.handed));
         if (op.immediate === undefined) {
           written.then(() => this.sent(e), fail);
           return;
@@ -260,7 +278,7 @@ export class Transmitter {
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicRequest));
         e.qn = RdmapQueue.ReadRequest; // RFC 7306: Atomic Requests share QN 1 (and IRD) with Read Requests
         e.msn = this.takeMsn(RdmapQueue.ReadRequest);
-        guard(() => h.ddp.sendUntagged(RdmapQueue.ReadRequest, [header], rsvd)).then((msn) => {
+        guard(() => h.ddp.sendUntagged(RdmapQueue.ReadRequest, [header], rsvd, undefined, this.handed)).then((msn) => {
           e.msn = msn;
         }, fail);
         return; // completes when its Atomic Response is Delivered
@@ -277,7 +295,7 @@ export class Transmitter {
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode), op.invalidateStag ?? 0);
         e.qn = RdmapQueue.Send;
         e.msn = this.takeMsn(RdmapQueue.Send);
-        const sent = guard(() => h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd));
+        const sent = guard(() => h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd, undefined, this.handed));
         if (op.immediate === undefined) {
           sent.then((msn) => {
             e.msn = msn;
@@ -306,7 +324,9 @@ export class Transmitter {
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, RdmapOpcode.RdmaReadRequest));
         e.qn = RdmapQueue.ReadRequest;
         e.msn = this.takeMsn(RdmapQueue.ReadRequest);
-        guard(() => h.ddp.sendUntagged(RdmapQueue.ReadRequest, [encodeReadRequest(op)], rsvd)).then((msn) => {
+        guard(() =>
+          h.ddp.sendUntagged(RdmapQueue.ReadRequest, [encodeReadRequest(op)], rsvd, undefined, this.handed),
+        ).then((msn) => {
           e.msn = msn;
         }, fail);
         return; // completes when its Read Response is Delivered (§5.5 rule 19)
@@ -331,7 +351,9 @@ export class Transmitter {
     const h = this.host;
     const opcode = imm.solicited ? ExtensionOpcode.ImmediateDataWithSolicitedEvent : ExtensionOpcode.ImmediateData;
     const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode));
-    return guard(() => h.ddp.sendUntagged(RdmapQueue.Send, [encodeImmediateData(imm.data)], rsvd));
+    return guard(() =>
+      h.ddp.sendUntagged(RdmapQueue.Send, [encodeImmediateData(imm.data)], rsvd, undefined, this.handed),
+    );
   }
 
   /** The RDMA Read Response (§5.2.2), or an Atomic Response (RFC 7306), in the order of the Requests. */
@@ -342,7 +364,11 @@ export class Transmitter {
       const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicResponse));
       this.track(
         p,
-        guard(() => h.ddp.sendUntagged(ATOMIC_RESPONSE_QUEUE, [encodeAtomicResponse(p.response)], rsvd)),
+        guard(() =>
+          h.ddp.sendUntagged(ATOMIC_RESPONSE_QUEUE, [encodeAtomicResponse(p.response)], rsvd, undefined, () =>
+            this.responseLeft(p),
+          ),
+        ),
       );
       return;
     }
@@ -361,19 +387,28 @@ export class Transmitter {
     }
     this.track(
       p,
-      guard(() => h.ddp.sendTagged(rr.sinkStag, rr.sinkTo, payload, ctrl)),
+      guard(() => h.ddp.sendTagged(rr.sinkStag, rr.sinkTo, payload, ctrl, undefined, () => this.responseLeft(p))),
     );
   }
 
-  /** A Response handed to DDP: its Request's IRD buffer is posted again, the close waits for it. */
+  /**
+   * §5.2.2 / RFC 5041 §5.1.2: the Request's IRD buffer is posted again once the Response's last segment
+   * went to the LLP — before it can reach the requester, whose next Request (its ORD slot freed by that
+   * segment) must find a buffer — but after the receive batch in progress, so Requests that arrived
+   * together beyond IRD still find none (as Linux siw, whose receive path runs before its transmit path).
+   */
+  private responseLeft(p: PendingResponse): void {
+    queueMicrotask(() => this.host.onResponseSent(p));
+  }
+
+  /**
+   * A Response given to DDP. §6.1: IRD counts its Request until the Response has left — its last segment
+   * handed to the LLP (`responseLeft`) — so a requester that stops reading holds at most IRD Responses
+   * here and its next Request finds no buffer. The close waits for the whole Response to be sent.
+   */
   private track(p: PendingResponse, sending: Promise<unknown>): void {
     const h = this.host;
     this.responsesSending++;
-    // §5.2.2 / RFC 5041 §5.1.2: the Request's IRD buffer is posted again once the whole Response is handed
-    // to DDP — before its last segment can reach the requester, whose next Request (its ORD slot freed by
-    // that segment) must find a buffer — but after the receive batch in progress, so Requests that arrived
-    // together beyond IRD still find none (as Linux siw, whose receive path runs before its transmit path).
-    queueMicrotask(() => h.onResponseSent(p));
     sending.then(
       () => {
         this.responsesSending--;
