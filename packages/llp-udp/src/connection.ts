@@ -1,7 +1,8 @@
 /**
  * One UDP LLP connection: the streams, the peer's connection id and address, and the demultiplexing of
- * the peer's datagrams to them. Ends when all its streams have ended, then lingers a while to answer the
- * peer's late FINs before it lets go of the socket.
+ * the peer's datagrams to them. Ends when all its streams have ended, or when it hears nothing from the
+ * peer for `idleTimeoutMs` (KEEPALIVE keeps a quiet but live peer heard), then lingers a while to answer
+ * the peer's late FINs before it lets go of the socket.
  */
 import {
   ConnectionAbortedError,
@@ -12,6 +13,7 @@ import {
   type LlpError,
   type LlpSetupInfo,
   type LlpStreamState,
+  LlpTimeoutError,
   OnceSubject,
   type SendCallback,
   withAbort,
@@ -87,6 +89,12 @@ export class UdpConnection implements LlpConnection {
   private readonly lingerMs: number;
   private readonly onReleased: (() => void) | undefined;
   private readonly counters = { datagramsSent: 0, datagramsReceived: 0, wrongSource: 0, missingCrc: 0, badStream: 0 };
+  // Idle expiry: flags set per datagram, looked at every keepaliveMs (no clock read on the data path).
+  private readonly idleTimer: NodeJS.Timeout;
+  private readonly idleTimeoutMs: number;
+  private heard = false;
+  private sent = false;
+  private quietSince = Date.now();
 
   constructor(init: UdpConnectionInit) {
     this.id = `udp-${nextId++}`;
@@ -130,6 +138,9 @@ export class UdpConnection implements LlpConnection {
     endpoint.acquire();
     endpoint.activate();
     endpoint.register(this.localId, (d, from) => this.onDatagram(d, from));
+    this.idleTimeoutMs = o.idleTimeoutMs;
+    this.idleTimer = setInterval(() => this.idleTick(), o.keepaliveMs);
+    this.idleTimer.unref();
   }
 
   get state(): LlpStreamState {
@@ -171,8 +182,37 @@ export class UdpConnection implements LlpConnection {
     return { type, crc: this.crc, streamId, dst: this.peerId, src: this.localId, seq };
   }
 
+  /** Every keepaliveMs: KEEPALIVE if we sent nothing since the last tick; expiry after idleTimeoutMs of silence. */
+  private idleTick(): void {
+    const now = Date.now();
+    if (this.heard) {
+      this.heard = false;
+      this.quietSince = now;
+    } else if (now - this.quietSince >= this.idleTimeoutMs) {
+      this.expire();
+      return;
+    }
+    if (!this.sent) this.control(DatagramType.Keepalive, ALL_STREAMS, 0);
+    this.sent = false;
+  }
+
+  /** Nothing heard from the peer for idleTimeoutMs: every stream ends with LlpTimeoutError; one ABORT (code 6). */
+  private expire(): void {
+    clearInterval(this.idleTimer);
+    if (this.closedSubject.fired) return;
+    this.control(DatagramType.Abort, ALL_STREAMS, 0, [encodeAbortBody(AbortCode.IdleTimeout)]);
+    const err = new LlpTimeoutError(
+      `UDP LLP connection ${this.id}: nothing heard from the peer in ${this.idleTimeoutMs} ms`,
+    );
+    for (const s of this.streams) {
+      s.quietAbort = true;
+      s.fail(err, 'local');
+    }
+  }
+
   private sendData(streamId: number, seq: number, parts: readonly Uint8Array[], done: SendCallback | undefined): void {
     this.counters.datagramsSent++;
+    this.sent = true;
     this.endpoint.send(
       this.header(DatagramType.Data, streamId, seq),
       parts,
@@ -186,6 +226,7 @@ export class UdpConnection implements LlpConnection {
   private control(type: number, streamId: number, seq: number, body: readonly Uint8Array[] = []): void {
     if (this.released) return;
     this.counters.datagramsSent++;
+    this.sent = true;
     this.endpoint.send(this.header(type, streamId, seq), body, this.endpoint.connected ? undefined : this.peer);
   }
 
@@ -200,6 +241,8 @@ export class UdpConnection implements LlpConnection {
       return;
     }
     this.counters.datagramsReceived++;
+    this.heard = true;
+    if (h.type === DatagramType.Keepalive) return;
     if (h.type === DatagramType.Abort && h.streamId === ALL_STREAMS) {
       const code = decodeAbortBody(d.body);
       for (const s of this.streams) s.onAbort(code);
@@ -238,6 +281,7 @@ export class UdpConnection implements LlpConnection {
   private onStreamClosed(e: LlpCloseEvent): void {
     this.firstEvent ??= e;
     if (--this.open > 0) return;
+    clearInterval(this.idleTimer);
     this.closedSubject.fire(this.firstEvent);
     // Linger: keep answering the peer's retransmitted FINs (its FIN_ACK may have been lost), then let go.
     // The socket no longer keeps the process alive for this connection's sake.

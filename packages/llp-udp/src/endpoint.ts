@@ -69,6 +69,8 @@ export class Endpoint {
   private closed = false;
   /** A REQUEST (Destination connection id 0) for a listener; unset on initiator sockets. */
   onRequest: ((d: ParsedDatagram, from: Peer) => void) | undefined;
+  /** A COOKIE_ECHO (Destination connection id 0) for a listener; unset on initiator sockets. */
+  onCookieEcho: ((d: ParsedDatagram, from: Peer) => void) | undefined;
   /** Socket errors (ECONNREFUSED on a connected socket: the peer's port is unreachable). */
   onError: ((e: NodeJS.ErrnoException) => void) | undefined;
 
@@ -241,8 +243,9 @@ export class Endpoint {
     }
     const d = r.datagram;
     const h = d.header;
-    if (h.dst === 0 && h.type === DatagramType.Request) {
-      if (this.onRequest) this.onRequest(d, from);
+    if (h.dst === 0 && (h.type === DatagramType.Request || h.type === DatagramType.CookieEcho)) {
+      const listener = h.type === DatagramType.Request ? this.onRequest : this.onCookieEcho;
+      if (listener) listener(d, from);
       else this.answerUnknown(d, from, AbortCode.NotListening);
       return;
     }
@@ -253,7 +256,12 @@ export class Endpoint {
     }
     this.stats.unknownConnection++;
     // Like a TCP RST to a segment of no connection: tell the sender, unless that could loop or is pointless.
-    if (h.type === DatagramType.Data || h.type === DatagramType.Probe || h.type === DatagramType.Fin)
+    if (
+      h.type === DatagramType.Data ||
+      h.type === DatagramType.Probe ||
+      h.type === DatagramType.Fin ||
+      h.type === DatagramType.Keepalive
+    )
       this.answerUnknown(d, from);
   }
 }

@@ -13,15 +13,20 @@ export {
   type UdpOptions,
 } from './options.js';
 export { UdpStream, type UdpStreamStats } from './stream.js';
-export { udp, udpCapabilities } from './transport.js';
+export { type UdpListener, type UdpListenerStats, udp, udpCapabilities } from './transport.js';
 export {
   AbortCode,
   ALL_STREAMS,
+  COOKIE_LENGTH,
   CRC_LENGTH,
   type DatagramHeader,
   DatagramType,
   datagramParts,
+  decodeAbortBody,
+  decodeCookieEchoBody,
   decodeSetupBody,
+  encodeAbortBody,
+  encodeCookieEchoBody,
   encodeSetupBody,
   HEADER_LENGTH,
   type ParsedDatagram,

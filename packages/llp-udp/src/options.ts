@@ -49,6 +49,22 @@ export interface UdpOptions {
   readonly closeTimeoutMs?: number;
   /** How long an ended connection still answers its peer's late FINs (and ignores late DATA). Default 2000 ms. */
   readonly lingerMs?: number;
+  /**
+   * Listener: most connections it carries at once (accepted and not yet let go of, plus setups its ULP is
+   * deciding). A COOKIE_ECHO beyond it is refused with ABORT code 5 and reported. 1..65535. Default 256.
+   */
+  readonly maxConnections?: number;
+  /**
+   * Listener: most setups holding state before they are connections — the ULP deciding (`onConnectRequest`)
+   * or a REJECT kept `lingerMs` for retransmitted COOKIE_ECHOs. Beyond it: ABORT code 5. 1..65535. Default 64.
+   */
+  readonly maxPendingConnections?: number;
+  /** Listener: how long a state cookie is good for (RFC 4960 §5.1.3 Valid.Cookie.Life). 1..2^31−1. Default 10 000 ms. */
+  readonly cookieLifetimeMs?: number;
+  /** A connection that hears nothing from its peer for this long ends with LlpTimeoutError. Default 30 000 ms. */
+  readonly idleTimeoutMs?: number;
+  /** A connection that has sent nothing for this long sends KEEPALIVE; below idleTimeoutMs. Default a third of it. */
+  readonly keepaliveMs?: number;
   readonly faults?: UdpFaults;
   readonly logger?: LlpLogger;
 }
@@ -65,6 +81,11 @@ export interface ResolvedUdpOptions {
   readonly retransmitMs: number;
   readonly closeTimeoutMs: number;
   readonly lingerMs: number;
+  readonly maxConnections: number;
+  readonly maxPendingConnections: number;
+  readonly cookieLifetimeMs: number;
+  readonly idleTimeoutMs: number;
+  readonly keepaliveMs: number;
   readonly faults: UdpFaults | undefined;
   readonly logger: LlpLogger;
 }
@@ -90,6 +111,10 @@ export function resolveOptions(o: UdpOptions = {}): ResolvedUdpOptions {
   if (f) for (const k of ['drop', 'duplicate', 'reorder'] as const) probability(k, f[k]);
   if (o.crc !== undefined && typeof o.crc !== 'boolean') throw new InvalidArgumentError('crc must be a boolean');
   const maxStreams = int('maxStreams', o.maxStreams, 256, 1, MAX_STREAMS);
+  const idleTimeoutMs = int('idleTimeoutMs', o.idleTimeoutMs, 30_000, 2, 2 ** 31 - 1);
+  const keepaliveMs = int('keepaliveMs', o.keepaliveMs, Math.max(1, Math.floor(idleTimeoutMs / 3)), 1, 2 ** 31 - 1);
+  if (keepaliveMs >= idleTimeoutMs)
+    throw new InvalidArgumentError(`keepaliveMs (${keepaliveMs}) must be below idleTimeoutMs (${idleTimeoutMs})`);
   return {
     datagramSize: int('datagramSize', o.datagramSize, UDP_DEFAULT_DATAGRAM_SIZE, MIN_DATAGRAM, MAX_DATAGRAM),
     crc: o.crc ?? true,
@@ -102,6 +127,11 @@ export function resolveOptions(o: UdpOptions = {}): ResolvedUdpOptions {
     retransmitMs: int('retransmitMs', o.retransmitMs, 100, 1, 2 ** 31 - 1),
     closeTimeoutMs: int('closeTimeoutMs', o.closeTimeoutMs, 3000, 1, 2 ** 31 - 1),
     lingerMs: int('lingerMs', o.lingerMs, 2000, 0, 2 ** 31 - 1),
+    maxConnections: int('maxConnections', o.maxConnections, 256, 1, 0xffff),
+    maxPendingConnections: int('maxPendingConnections', o.maxPendingConnections, 64, 1, 0xffff),
+    cookieLifetimeMs: int('cookieLifetimeMs', o.cookieLifetimeMs, 10_000, 1, 2 ** 31 - 1),
+    idleTimeoutMs,
+    keepaliveMs,
     faults: f,
     logger: o.logger ?? silentLogger,
   };

@@ -196,9 +196,9 @@ export class UdpStream extends BaseLlpStream {
     });
   }
 
-  /** Ends the stream abortively because of something below it (socket error, connection lost). */
-  fail(error: LlpError): void {
-    this.finish({ graceful: false, initiator: 'remote', error });
+  /** Ends the stream abortively because of something below it (socket error, connection lost, idle). */
+  fail(error: LlpError, initiator: 'local' | 'remote' = 'remote'): void {
+    this.finish({ graceful: false, initiator, error });
   }
 
   // ----- internals -----

@@ -1,6 +1,7 @@
 /**
- * The UDP LLP transport: `connect` (REQUEST, resent until ACCEPT, REJECT, ABORT, the timer or the signal)
- * and `listen` (one socket for every connection it accepts). See docs/UDP-LLP.md.
+ * The UDP LLP transport: `connect` (REQUEST until COOKIE, then COOKIE_ECHO until ACCEPT, REJECT, ABORT, the
+ * timer or the signal) and `listen` (stateless until a cookie comes back; one socket for every connection
+ * it accepts). See docs/UDP-LLP.md.
  */
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
@@ -24,11 +25,13 @@ import {
   LlpProtocolError,
   LlpTimeoutError,
   type LlpTransport,
+  ResourceLimitError,
   throwIfAborted,
 } from '@rddp/llp';
 import { type Observable, Subject } from 'rxjs';
 import { UdpConnection } from './connection.js';
-import { Endpoint, type Peer } from './endpoint.js';
+import { CookieJar } from './cookie.js';
+import { Endpoint, type Peer, type SocketStats } from './endpoint.js';
 import {
   mulpduFor,
   type ResolvedUdpOptions,
@@ -39,9 +42,13 @@ import {
 } from './options.js';
 import {
   AbortCode,
+  COOKIE_LENGTH,
   DatagramType,
+  decodeAbortBody,
+  decodeCookieEchoBody,
   decodeSetupBody,
   encodeAbortBody,
+  encodeCookieEchoBody,
   encodeSetupBody,
   MAX_STREAMS,
   MIN_DATAGRAM,
@@ -149,10 +156,14 @@ class UdpTransport implements LlpTransport {
       crc: o.crc,
       privateData,
     });
+    // RFC 4960 §5.1: REQUEST until a COOKIE comes, then COOKIE_ECHO (the cookie and the same setup body).
+    let echo: Buffer | undefined;
     const sendRequest = () =>
       endpoint.send(
-        { type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src: localId, seq: 0 },
-        [request],
+        echo
+          ? { type: DatagramType.CookieEcho, crc: true, streamId: 0, dst: 0, src: localId, seq: 0 }
+          : { type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src: localId, seq: 0 },
+        [echo ?? request],
         undefined,
       );
     o.logger.debug('udp.connect', { host, port, streams, localId });
@@ -191,8 +202,29 @@ class UdpTransport implements LlpTransport {
       endpoint.register(localId, (d) => {
         if (settled || !d.header.crc) return; // setup datagrams always carry a CRC32c
         const h = d.header;
+        if (h.type === DatagramType.Cookie) {
+          if (d.body.byteLength !== COOKIE_LENGTH) return;
+          const first = echo === undefined;
+          // A later COOKIE (answering a retransmitted REQUEST) is fresher: echo that one from now on.
+          echo = encodeCookieEchoBody(d.body, request);
+          if (first) sendRequest();
+          return;
+        }
         if (h.type === DatagramType.Abort) {
-          fail(new ConnectionRefusedError(`the UDP peer at ${host}:${port} refused the connection (ABORT)`));
+          const code = decodeAbortBody(d.body);
+          if (code === AbortCode.StaleCookie && echo) {
+            // RFC 4960 §5.2.6: the cookie aged out before it arrived; start over with a REQUEST.
+            echo = undefined;
+            sendRequest();
+            return;
+          }
+          fail(
+            new ConnectionRefusedError(
+              code === AbortCode.ResourceLimit
+                ? `the UDP peer at ${host}:${port} is at its connection limit (ABORT code 5)`
+                : `the UDP peer at ${host}:${port} refused the connection (ABORT code ${code})`,
+            ),
+          );
           return;
         }
         const body = decodeSetupBody(d.body);
@@ -282,14 +314,57 @@ class UdpTransport implements LlpTransport {
   }
 }
 
-type Entry = { readonly kind: 'deciding' } | { readonly kind: 'answered'; readonly resend: () => void };
+/** Most reports on a listener's `errors$` per second about what peers did; more are only counted. */
+const REPORTS_PER_SECOND = 10;
 
-/** A listening socket: answers REQUESTs, and carries every connection it accepted. */
-class UdpListener implements LlpListener {
+type Entry =
+  | { readonly kind: 'deciding' }
+  | { readonly kind: 'rejected'; readonly resend: () => void }
+  | { readonly kind: 'accepted'; readonly resend: () => void };
+
+/** Counters of a listener: what peers sent and what it did about it. Fixed size whatever the flood. */
+export interface UdpListenerStats {
+  /** REQUESTs answered with a COOKIE (the listener kept nothing). */
+  cookiesSent: number;
+  /** COOKIE_ECHOs whose cookie did not authenticate (forged, altered, another sender): dropped. */
+  forgedCookies: number;
+  /** COOKIE_ECHOs with an authentic cookie older than `cookieLifetimeMs`: ABORT code 4. */
+  staleCookies: number;
+  /** REQUESTs and COOKIE_ECHOs refused at `maxConnections` or `maxPendingConnections`: ABORT code 5. */
+  refused: number;
+  /** Setups whose ULP did not decide within `handshakeTimeoutMs`: dropped. */
+  decisionTimeouts: number;
+  /** Errors not put on `errors$` because more than REPORTS_PER_SECOND came in a second. */
+  unreportedErrors: number;
+  readonly socket: SocketStats;
+}
+
+/**
+ * A listening socket: answers REQUESTs with state cookies and COOKIE_ECHOs with ACCEPT or REJECT, and
+ * carries every connection it accepted. Until a COOKIE_ECHO authenticates it keeps nothing per peer.
+ */
+export class UdpListener implements LlpListener {
   private readonly connections = new HeldSubject<LlpConnection>();
   private readonly errors = new Subject<LlpError>();
-  /** Requests seen, by initiator address and connection id: a retransmitted REQUEST gets the same answer. */
+  private readonly cookies: CookieJar;
+  /**
+   * Setups past the cookie, by initiator address and connection id: a retransmitted COOKIE_ECHO gets the same
+   * answer. At most maxPendingConnections deciding or rejected, and one per connection carried.
+   */
   private readonly entries = new Map<string, Entry>();
+  private established = 0;
+  private pending = 0;
+  private deciding = 0;
+  private tokens = REPORTS_PER_SECOND;
+  private tokensAt = Date.now();
+  private readonly counters = {
+    cookiesSent: 0,
+    forgedCookies: 0,
+    staleCookies: 0,
+    refused: 0,
+    decisionTimeouts: 0,
+    unreportedErrors: 0,
+  };
   private closed = false;
 
   constructor(
@@ -298,9 +373,11 @@ class UdpListener implements LlpListener {
     private readonly o: ResolvedUdpOptions,
     private readonly listenOptions: LlpListenOptions,
   ) {
+    this.cookies = new CookieJar(o.cookieLifetimeMs);
     endpoint.onRequest = (d, from) => this.onRequest(d, from);
+    endpoint.onCookieEcho = (d, from) => this.onCookieEcho(d, from);
     endpoint.onError = (e) =>
-      this.errors.next(new ConnectionAbortedError(`UDP listener socket error: ${e.message}`, { cause: e }));
+      this.report(new ConnectionAbortedError(`UDP listener socket error: ${e.message}`, { cause: e }));
     listenOptions.signal?.addEventListener('abort', () => void this.close(), { once: true });
   }
 
@@ -309,6 +386,17 @@ class UdpListener implements LlpListener {
   }
   get errors$(): Observable<LlpError> {
     return this.errors.asObservable();
+  }
+  /** Connections this listener's socket carries (accepted, not yet let go of after their linger). */
+  get connectionCount(): number {
+    return this.established;
+  }
+  /** Setups holding state before they are connections: the ULP deciding, or a REJECT kept for resending. */
+  get pendingCount(): number {
+    return this.pending;
+  }
+  get stats(): UdpListenerStats {
+    return { ...this.counters, socket: { ...this.endpoint.stats } };
   }
 
   async close(): Promise<void> {
@@ -320,32 +408,118 @@ class UdpListener implements LlpListener {
     this.endpoint.release(); // accepted connections keep the socket until they end
   }
 
+  /** Puts `e` on errors$, at most REPORTS_PER_SECOND a second (token bucket); the rest are counted. */
+  private report(e: LlpError): void {
+    if (this.closed) return;
+    const now = Date.now();
+    this.tokens = Math.min(REPORTS_PER_SECOND, this.tokens + ((now - this.tokensAt) * REPORTS_PER_SECOND) / 1000);
+    this.tokensAt = now;
+    if (this.tokens < 1) {
+      this.counters.unreportedErrors++;
+      return;
+    }
+    this.tokens--;
+    this.errors.next(e);
+  }
+
+  /** At a limit: ABORT code 5 to the sender, a ResourceLimitError (rate-limited) to the ULP. */
+  private refuse(d: ParsedDatagram, from: Peer, which: string): void {
+    this.counters.refused++;
+    this.endpoint.answerUnknown(d, from, AbortCode.ResourceLimit);
+    this.report(
+      new ResourceLimitError(`listener limit reached (${which}): setup from ${from.address}:${from.port} refused`),
+    );
+  }
+
+  private atLimit(): string | undefined {
+    if (this.established + this.deciding >= this.o.maxConnections) return `${this.o.maxConnections} connections`;
+    if (this.pending >= this.o.maxPendingConnections) return `${this.o.maxPendingConnections} pending setups`;
+    return undefined;
+  }
+
+  /** REQUEST: a COOKIE, and nothing kept (RFC 4960 §5.1.3). */
   private onRequest(d: ParsedDatagram, from: Peer): void {
     if (!d.header.crc) return; // setup datagrams always carry a CRC32c
-    const key = `${from.address}|${from.port}|${d.header.src}`;
+    if (this.closed) {
+      this.endpoint.answerUnknown(d, from, AbortCode.NotListening);
+      return;
+    }
+    const problem = setupProblem(decodeSetupBody(d.body));
+    if (problem) {
+      this.report(new LlpProtocolError(`bad REQUEST from ${from.address}:${from.port}: ${problem}`));
+      this.endpoint.answerUnknown(d, from, AbortCode.Protocol);
+      return;
+    }
+    const full = this.atLimit();
+    if (full) {
+      this.refuse(d, from, full);
+      return;
+    }
+    const h = d.header;
+    this.counters.cookiesSent++;
+    this.endpoint.send(
+      { type: DatagramType.Cookie, crc: true, streamId: 0, dst: h.src, src: 0, seq: 0 },
+      [this.cookies.issue(from, h.src, d.body)],
+      from,
+    );
+  }
+
+  /** COOKIE_ECHO: only an authentic, unexpired cookie from the address it was issued to makes state. */
+  private onCookieEcho(d: ParsedDatagram, from: Peer): void {
+    if (!d.header.crc) return;
+    const h = d.header;
+    const echo = decodeCookieEchoBody(d.body);
+    const check = echo ? this.cookies.check(echo.cookie, from, h.src, echo.setup) : 'forged';
+    if (check === 'forged' || !echo) {
+      this.counters.forgedCookies++;
+      return; // RFC 4960 §5.1.5: an unauthenticated cookie is silently discarded
+    }
+    const key = `${from.address}|${from.port}|${h.src}`;
     const seen = this.entries.get(key);
     if (seen) {
-      if (seen.kind === 'answered') seen.resend(); // our ACCEPT or REJECT was lost
+      if (seen.kind !== 'deciding') seen.resend(); // our ACCEPT or REJECT was lost
+      return;
+    }
+    if (check === 'stale') {
+      this.counters.staleCookies++;
+      this.endpoint.answerUnknown(d, from, AbortCode.StaleCookie);
       return;
     }
     if (this.closed) {
       this.endpoint.answerUnknown(d, from, AbortCode.NotListening);
       return;
     }
-    const body = decodeSetupBody(d.body);
-    const problem = setupProblem(body);
-    if (problem || !body) {
-      this.errors.next(new LlpProtocolError(`bad REQUEST from ${from.address}:${from.port}: ${problem}`));
-      this.endpoint.answerUnknown(d, from, AbortCode.Protocol);
+    const body = decodeSetupBody(echo.setup);
+    if (!body || setupProblem(body)) return; // the cookie vouches for a REQUEST that passed the check
+    const full = this.atLimit();
+    if (full) {
+      this.refuse(d, from, full);
       return;
     }
     this.entries.set(key, { kind: 'deciding' });
-    void this.decide(d.header.src, body, from, key);
+    this.pending++;
+    this.deciding++;
+    void this.decide(h.src, body, from, key);
   }
 
   private async decide(initiatorId: number, req: SetupBody, from: Peer, key: string): Promise<void> {
     const remoteAddress = { host: from.address, port: from.port };
     const ask = this.listenOptions.onConnectRequest;
+    // A ULP that never decides must not hold the entry (and a slot under the limits) for ever.
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      this.counters.decisionTimeouts++;
+      this.entries.delete(key);
+      this.pending--;
+      this.deciding--;
+      this.report(
+        new LlpTimeoutError(
+          `onConnectRequest did not decide on ${from.address}:${from.port} within ${this.o.handshakeTimeoutMs} ms`,
+        ),
+      );
+    }, this.o.handshakeTimeoutMs);
+    timer.unref();
     let decision: LlpConnectDecision;
     let error: LlpError | undefined;
     try {
@@ -360,6 +534,9 @@ class UdpListener implements LlpListener {
       decision = { accept: false };
       error = new ConnectionAbortedError('onConnectRequest threw; the connection was rejected', { cause: e });
     }
+    if (timedOut) return;
+    clearTimeout(timer);
+    this.deciding--;
     let pd: Uint8Array;
     let o = this.o;
     try {
@@ -370,13 +547,14 @@ class UdpListener implements LlpListener {
       pd = new Uint8Array(0);
       error = isLlpError(e) ? e : new InvalidArgumentError(String(e));
     }
-    if (error) this.errors.next(error);
+    if (error) this.report(error);
     const answer = (type: number, src: number, body: SetupBody) => {
       const bytes = encodeSetupBody(body);
       return () => this.endpoint.send({ type, crc: true, streamId: 0, dst: initiatorId, src, seq: 0 }, [bytes], from);
     };
     if (this.closed && decision.accept) {
       this.entries.delete(key);
+      this.pending--;
       this.endpoint.send(
         { type: DatagramType.Abort, crc: true, streamId: 0, dst: initiatorId, src: 0, seq: 0 },
         [encodeAbortBody(AbortCode.NotListening)],
@@ -392,15 +570,21 @@ class UdpListener implements LlpListener {
         crc: req.crc,
         privateData: pd,
       });
-      this.entries.set(key, { kind: 'answered', resend });
-      setTimeout(() => this.entries.delete(key), o.lingerMs).unref();
+      this.entries.set(key, { kind: 'rejected', resend });
+      setTimeout(() => {
+        this.entries.delete(key);
+        this.pending--;
+      }, o.lingerMs).unref();
       resend();
       return;
     }
+    // Streams: at most maxStreams (RFC 5043-style clamp; the ACCEPT says how many were granted).
     const streams = Math.min(req.streams, o.maxStreams);
     const datagramSize = Math.min(req.datagramSize, o.datagramSize);
     const crc = req.crc || o.crc; // either end asking for the CRC32c gets it
     const localId = this.endpoint.allocateId();
+    this.pending--;
+    this.established++;
     const conn = new UdpConnection({
       role: 'responder',
       endpoint: this.endpoint,
@@ -419,7 +603,10 @@ class UdpListener implements LlpListener {
         remotePrivateData: req.privateData,
         negotiated: { crc, datagramSize, streams },
       },
-      onReleased: () => this.entries.delete(key),
+      onReleased: () => {
+        this.entries.delete(key);
+        this.established--;
+      },
     });
     const resend = answer(DatagramType.Accept, localId, {
       streams,
@@ -428,7 +615,7 @@ class UdpListener implements LlpListener {
       crc,
       privateData: pd,
     });
-    this.entries.set(key, { kind: 'answered', resend });
+    this.entries.set(key, { kind: 'accepted', resend });
     resend();
     o.logger.debug('udp.accepted', { id: conn.id, localId, peerId: initiatorId, streams, crc, datagramSize });
     this.connections.next(conn);

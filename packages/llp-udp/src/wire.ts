@@ -1,6 +1,7 @@
 /**
  * The UDP LLP's wire format (docs/UDP-LLP.md "Wire format"): every datagram starts with a 16-octet header,
- * then a body (a ULPDU for DATA, the setup body for REQUEST/ACCEPT/REJECT, an error code for ABORT), then,
+ * then a body (a ULPDU for DATA, the setup body for REQUEST/ACCEPT/REJECT, a cookie for COOKIE, cookie and
+ * setup body for COOKIE_ECHO, an error code for ABORT), then,
  * when C = 1, a CRC32c of everything before it. All fields are big-endian (network order).
  *
  *   0                   1                   2                   3
@@ -32,6 +33,10 @@ export const MAX_DATAGRAM = 65_507;
 export const MIN_WINDOW = 2;
 /** Smallest datagram size: header, CRC and a DDP untagged header (18 octets) with a few payload octets. */
 export const MIN_DATAGRAM = 64;
+/** State cookie (COOKIE, COOKIE_ECHO): 32-bit timestamp and a MAC truncated to 96 bits (as HMAC-SHA-256-96). */
+export const COOKIE_TIMESTAMP_LENGTH = 4;
+export const COOKIE_MAC_LENGTH = 12;
+export const COOKIE_LENGTH = COOKIE_TIMESTAMP_LENGTH + COOKIE_MAC_LENGTH;
 
 export const DatagramType = {
   /** Initiator → listener: asks for a connection (setup body, private data). */
@@ -52,6 +57,15 @@ export const DatagramType = {
   FinAck: 8,
   /** Abortive close of one stream, or of all with Stream id 0xffff; body: a 16-bit reason code. Sent once. */
   Abort: 9,
+  /**
+   * Responder → initiator, the answer to a REQUEST: a state cookie (RFC 4960 §5.1.3's INIT ACK). The
+   * responder keeps nothing; Source connection id 0.
+   */
+  Cookie: 10,
+  /** Initiator → listener: the cookie and the REQUEST's setup body again (RFC 4960 §5.1 COOKIE ECHO). */
+  CookieEcho: 11,
+  /** Nothing to say: keeps the peer's idle timer from expiring the connection. Never answered. */
+  Keepalive: 12,
 } as const;
 export type DatagramType = (typeof DatagramType)[keyof typeof DatagramType];
 
@@ -65,6 +79,12 @@ export const AbortCode = {
   NotListening: 2,
   /** The peer broke this wire format (bad setup body, bad stream id). */
   Protocol: 3,
+  /** A COOKIE_ECHO whose cookie is authentic but too old (RFC 4960 §3.3.10.3): send REQUEST again. */
+  StaleCookie: 4,
+  /** The listener is at a limit (connections, pending setups): refused, as a TCP RST would be. */
+  ResourceLimit: 5,
+  /** The connection heard nothing from its peer for its idle timeout and ended. */
+  IdleTimeout: 6,
 } as const;
 
 export interface DatagramHeader {
@@ -148,6 +168,17 @@ export function decodeSetupBody(body: Uint8Array): SetupBody | undefined {
   };
 }
 
+/** COOKIE_ECHO body: the cookie, then the REQUEST's setup body unchanged. */
+export function encodeCookieEchoBody(cookie: Uint8Array, setup: Uint8Array): Buffer {
+  return Buffer.concat([cookie, setup]);
+}
+
+/** Splits a COOKIE_ECHO body; undefined when shorter than a cookie. Views, not copies. */
+export function decodeCookieEchoBody(body: Uint8Array): { cookie: Uint8Array; setup: Uint8Array } | undefined {
+  if (body.byteLength < COOKIE_LENGTH) return undefined;
+  return { cookie: body.subarray(0, COOKIE_LENGTH), setup: body.subarray(COOKIE_LENGTH) };
+}
+
 export function encodeAbortBody(code: number): Buffer {
   const b = Buffer.alloc(2);
   b.writeUInt16BE(code, 0);
@@ -171,7 +202,7 @@ export function parseDatagram(d: Uint8Array): ParseResult {
   const b0 = d[0] as number;
   if (b0 >> 4 !== UDP_LLP_VERSION) return { ok: false, reason: 'version' };
   const type = b0 & 0x0f;
-  if (type < DatagramType.Request || type > DatagramType.Abort) return { ok: false, reason: 'type' };
+  if (type < DatagramType.Request || type > DatagramType.Keepalive) return { ok: false, reason: 'type' };
   const crc = ((d[1] as number) & 0x80) !== 0;
   const v = new DataView(d.buffer, d.byteOffset, d.byteLength);
   let end = d.byteLength;

@@ -1,7 +1,14 @@
 import dgram from 'node:dgram';
 import type { LlpConnection, LlpListener, LlpStream, LlpTransport, Ulpdu } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
-import { type DatagramHeader, datagramParts, type ParsedDatagram, parseDatagram } from '../src/index.js';
+import {
+  type DatagramHeader,
+  DatagramType,
+  datagramParts,
+  encodeCookieEchoBody,
+  type ParsedDatagram,
+  parseDatagram,
+} from '../src/index.js';
 
 export function pattern(n: number, seed = 1): Uint8Array {
   const b = new Uint8Array(n);
@@ -79,14 +86,22 @@ export class RawPeer {
   }
 
   /** The next datagram of `type` (others before it are discarded). */
-  async next(type: number, ms = 2000): Promise<{ d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo }> {
+  next(type: number, ms = 2000): Promise<{ d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo }> {
+    return this.nextOf([type], ms);
+  }
+
+  /** The next datagram of any of `types` (others before it are discarded). */
+  async nextOf(
+    types: readonly number[],
+    ms = 2000,
+  ): Promise<{ d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo }> {
     const t0 = Date.now();
     for (;;) {
-      const i = this.queue.findIndex((q) => q.d.header.type === type);
+      const i = this.queue.findIndex((q) => types.includes(q.d.header.type));
       if (i >= 0)
         return this.queue.splice(0, i + 1).pop() as { d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo };
       const left = ms - (Date.now() - t0);
-      if (left <= 0) throw new Error(`RawPeer: no datagram of type ${type} within ${ms} ms`);
+      if (left <= 0) throw new Error(`RawPeer: no datagram of type ${types.join('/')} within ${ms} ms`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.waiter = () => {
@@ -106,6 +121,23 @@ export class RawPeer {
 
   send(h: DatagramHeader, body: readonly Uint8Array[], port: number): Promise<void> {
     return this.sendRaw(Buffer.concat(datagramParts(h, body)), port);
+  }
+
+  /**
+   * The initiator's side of setup by hand: REQUEST, then COOKIE_ECHO with the cookie that came back
+   * (docs/UDP-LLP.md "Connection setup"); resolves with the ACCEPT (or REJECT, ABORT).
+   */
+  async handshake(port: number, src: number, setup: Uint8Array, ms = 2000): Promise<ParsedDatagram> {
+    await this.send({ type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src, seq: 0 }, [setup], port);
+    const answers = [DatagramType.Cookie, DatagramType.Accept, DatagramType.Reject, DatagramType.Abort];
+    const first = (await this.nextOf(answers, ms)).d;
+    if (first.header.type !== DatagramType.Cookie) return first;
+    await this.send(
+      { type: DatagramType.CookieEcho, crc: true, streamId: 0, dst: 0, src, seq: 0 },
+      [encodeCookieEchoBody(first.body, setup)],
+      port,
+    );
+    return (await this.nextOf(answers.slice(1), ms)).d;
   }
 
   sendRaw(bytes: Uint8Array, port: number): Promise<void> {

@@ -9,6 +9,7 @@ import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AbortCode,
+  COOKIE_LENGTH,
   CRC_LENGTH,
   DatagramType,
   decodeSetupBody,
@@ -251,10 +252,10 @@ describe('UDP LLP flow control and backpressure', () => {
     const listener = await t.listen({ host: '127.0.0.1', port: 0 });
     const accepted = firstValueFrom(listener.connections$);
     const r = await raw();
-    await r.send(
-      { type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src: 77, seq: 0 },
-      [encodeSetupBody({ streams: 1, datagramSize: 1400, window: 64, crc: true, privateData: new Uint8Array(0) })],
+    await r.handshake(
       listener.address.port as number,
+      77,
+      encodeSetupBody({ streams: 1, datagramSize: 1400, window: 64, crc: true, privateData: new Uint8Array(0) }),
     );
     const b = (await accepted) as UdpConnection;
     open.push(b);
@@ -359,9 +360,19 @@ describe('UDP LLP wire format seen by a hand-driven peer', () => {
     const accepted = firstValueFrom(listener.connections$);
     const port = listener.address.port as number;
     const r = await raw();
+    const setup = encodeSetupBody({ streams: 2, datagramSize: 1400, window: 8, crc: false, privateData: pattern(3) });
     await r.send(
       { type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src: 0xabcdef01, seq: 0 },
-      [encodeSetupBody({ streams: 2, datagramSize: 1400, window: 8, crc: false, privateData: pattern(3) })],
+      [setup],
+      port,
+    );
+    // RFC 4960 §5.1.3: a COOKIE (16 octets: timestamp, truncated HMAC), Source connection id 0; nothing kept.
+    const cookie = await r.next(DatagramType.Cookie);
+    expect(cookie.d.header).toMatchObject({ crc: true, dst: 0xabcdef01, src: 0, streamId: 0, seq: 0 });
+    expect(cookie.raw.byteLength).toBe(HEADER_LENGTH + COOKIE_LENGTH + CRC_LENGTH);
+    await r.send(
+      { type: DatagramType.CookieEcho, crc: true, streamId: 0, dst: 0, src: 0xabcdef01, seq: 0 },
+      [cookie.d.body, setup],
       port,
     );
     const acc = await r.next(DatagramType.Accept);
