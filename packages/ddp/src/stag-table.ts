@@ -2,14 +2,41 @@
  * The STag table of the Tagged Buffer Model (RFC 5041 §5.1.1, RFC 5040 §2.2, RFC 5042 §5): each STag is a
  * 24-bit index and an 8-bit consumer key. A region is caller-owned memory with a base Tagged Offset
  * (0 for zero-based regions, any 64-bit value for address-based ones), access rights, a protection
- * domain, and a valid/invalid state. Re-registering an index bumps the key, so a stale STag stays invalid.
+ * domain, and a valid/invalid state.
+ *
+ * STags are hard to predict (RFC 5040 §8 RNIC requirement 8, RFC 5042 §5.1.2): the index is drawn
+ * uniformly from a CSPRNG among the free indexes, the key is random too. Index 0 (STags 0x00000000–
+ * 0x000000ff: "no STag" in RFC 5040 fields, and the MPA RTR's STag 1) is never handed out. A freed
+ * index sits in a quarantine of the last `STAG_QUARANTINE` freed indexes before it can be drawn again,
+ * and a reused index never gets its previous key, so a stale STag stays invalid.
  */
+import { randomFillSync } from 'node:crypto';
 import type { AccessFlags, MemoryRegion, StagTableApi } from './api.js';
 import { DdpInvalidArgumentError, StagTableFullError, UnknownStagError } from './errors.js';
 import { MAX_SAFE_TO } from './header.js';
 
 const MAX_INDEX = 0xff_ffff;
 const MAX_TO = (1n << 64n) - 1n;
+/** Freed indexes held back before reuse: the last this many (RFC 5042 §5.1.2: no quick STag reuse). */
+export const STAG_QUARANTINE = 1 << 16;
+/** Random draws before falling back to a scan (only a nearly full index space gets there). */
+const MAX_DRAWS = 64;
+
+/** Pooled CSPRNG words: one `randomFillSync` per 1024 draws. */
+const pool = new Uint32Array(1024);
+let poolNext = pool.length;
+function random32(): number {
+  if (poolNext === pool.length) {
+    randomFillSync(pool);
+    poolNext = 0;
+  }
+  return pool[poolNext++] as number;
+}
+
+/** Per-index history, 16 bits in pages of 256 indexes: USED | last key, and QUARANTINED while held back. */
+const USED = 0x100;
+const QUARANTINED = 0x200;
+const PAGE_BITS = 8;
 
 export interface RegisterOptions {
   readonly pdId: number;
@@ -19,7 +46,7 @@ export interface RegisterOptions {
   readonly baseTo?: bigint;
   /** Register only `length` octets of `buffer` from its start (default: all of it). */
   readonly length?: number;
-  /** Consumer key (8 bits) to use; by default the table picks the next one for the index. */
+  /** Consumer key (8 bits) to use; by default a random one. Either way it differs from the index's previous key. */
   readonly key?: number;
 }
 
@@ -41,8 +68,12 @@ class Region implements MemoryRegion {
 
 export class StagTable implements StagTableApi {
   private readonly regions = new Map<number, Region>();
-  private readonly keys = new Map<number, number>();
-  private nextIndex = 1; // index 0 is left unused: STag 0 is RFC 5040's "no STag" in several fields
+  /** Index history (see USED/QUARANTINED); pages made on first use, at most 2^16 of 512 octets. */
+  private readonly history = new Map<number, Uint16Array>();
+  /** FIFO ring of quarantined indexes, grown on demand up to STAG_QUARANTINE. */
+  private quarantine = new Uint32Array(64);
+  private qHead = 0;
+  private qSize = 0;
   private registeredBytes = 0;
   /**
    * Limits (RFC 5042 resource consumption): at most `maxRegions` regions and `maxRegisteredBytes` octets
@@ -81,9 +112,17 @@ export class StagTable implements StagTableApi {
       throw new StagTableFullError(
         `registering ${length} octets would pass the limit of ${this.maxRegisteredBytes} registered octets (${this.registeredBytes} in use)`,
       );
-    const index = this.freeIndex();
-    const key = o.key ?? ((this.keys.get(index) ?? -1) + 1) & 0xff;
-    this.keys.set(index, key);
+    const index = this.freeIndex(o.key);
+    const page = this.page(index);
+    const slot = index & 0xff;
+    const old = page[slot] as number;
+    let key = o.key;
+    if (key === undefined) {
+      key = random32() & 0xff;
+      // A reused index never gets its previous key (RFC 5040 §8: a stale STag must stay invalid).
+      while ((old & USED) !== 0 && key === (old & 0xff)) key = random32() & 0xff;
+    }
+    page[slot] = USED | key;
     const stag = ((index << 8) | key) >>> 0;
     const r = new Region(stag, o.pdId, o.buffer.subarray(0, length), baseTo, length, o.access);
     this.regions.set(index, r);
@@ -115,7 +154,7 @@ export class StagTable implements StagTableApi {
     return r;
   }
 
-  /** Removes `stag`; its index may be reused later with another key. */
+  /** Removes `stag`; its index is quarantined, and reused only later and with another key. */
   deregister(stag: number): void {
     const r = this.regions.get(stag >>> 8);
     if (!r || r.stag !== stag >>> 0)
@@ -123,15 +162,72 @@ export class StagTable implements StagTableApi {
     r.valid = false;
     this.regions.delete(stag >>> 8);
     this.registeredBytes -= r.length;
+    this.enqueueQuarantine(stag >>> 8);
   }
 
-  private freeIndex(): number {
-    for (let tries = 0; tries <= MAX_INDEX; tries++) {
-      const i = this.nextIndex;
-      this.nextIndex = i >= MAX_INDEX ? 1 : i + 1;
-      if (!this.regions.has(i)) return i;
+  /** Indexes quarantined now (at most `STAG_QUARANTINE`). */
+  get quarantined(): number {
+    return this.qSize;
+  }
+
+  /**
+   * A uniformly random index among those free, out of quarantine, and (for a caller-chosen `key`) whose
+   * previous key was not `key`. Draws are O(1) expected while the index space is mostly free.
+   */
+  private freeIndex(key: number | undefined): number {
+    // Live plus quarantined must leave a free index: release the oldest quarantined ones if not.
+    while (this.qSize > 0 && this.regions.size + this.qSize >= MAX_INDEX) this.dequeueQuarantine();
+    for (let draw = 0; draw < MAX_DRAWS; draw++) {
+      const i = random32() >>> 8;
+      if (this.usable(i, key)) return i;
+    }
+    // Nearly full: scan from a random start.
+    const start = random32() >>> 8;
+    for (let n = 0; n <= MAX_INDEX; n++) {
+      const i = (start + n) & MAX_INDEX;
+      if (this.usable(i, key)) return i;
     }
     throw new StagTableFullError('no free STag index');
+  }
+
+  private usable(i: number, key: number | undefined): boolean {
+    if (i === 0 || this.regions.has(i)) return false;
+    const h = this.history.get(i >>> PAGE_BITS)?.[i & 0xff] ?? 0;
+    if ((h & QUARANTINED) !== 0) return false;
+    return key === undefined || (h & USED) === 0 || (h & 0xff) !== key;
+  }
+
+  private page(i: number): Uint16Array {
+    let p = this.history.get(i >>> PAGE_BITS);
+    if (!p) {
+      p = new Uint16Array(1 << PAGE_BITS);
+      this.history.set(i >>> PAGE_BITS, p);
+    }
+    return p;
+  }
+
+  private enqueueQuarantine(i: number): void {
+    if (this.qSize === STAG_QUARANTINE) this.dequeueQuarantine();
+    if (this.qSize === this.quarantine.length) {
+      // Grow the ring (doubling, up to STAG_QUARANTINE), oldest first.
+      const bigger = new Uint32Array(Math.min(this.quarantine.length * 2, STAG_QUARANTINE));
+      for (let n = 0; n < this.qSize; n++)
+        bigger[n] = this.quarantine[(this.qHead + n) % this.quarantine.length] as number;
+      this.quarantine = bigger;
+      this.qHead = 0;
+    }
+    this.quarantine[(this.qHead + this.qSize) % this.quarantine.length] = i;
+    this.qSize++;
+    const p = this.page(i);
+    p[i & 0xff] = (p[i & 0xff] as number) | QUARANTINED;
+  }
+
+  private dequeueQuarantine(): void {
+    const i = this.quarantine[this.qHead] as number;
+    this.qHead = (this.qHead + 1) % this.quarantine.length;
+    this.qSize--;
+    const p = this.page(i);
+    p[i & 0xff] = (p[i & 0xff] as number) & ~QUARANTINED;
   }
 }
 

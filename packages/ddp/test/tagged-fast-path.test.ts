@@ -46,9 +46,21 @@ function run(
           : {};
   const ddp = new DdpStream(llp, { pdId: 1, stags, ...options });
   const seen: Seen = { events: [], buffers: bufs };
-  ddp.placement$.subscribe((e) => seen.events.push({ placement: e }));
-  ddp.delivery$.subscribe((e) => seen.events.push({ delivery: e }));
-  ddp.error$.subscribe((e) => seen.events.push({ error: { type: e.type, code: e.code, message: e.message } }));
+  // STags are random per table (RFC 5040 §8): events name them by their place in `stagsToUse`.
+  const name = (v: unknown): unknown => {
+    if (typeof v === 'number') {
+      const k = stagsToUse.indexOf(v);
+      return k < 0 ? v : `stag#${k}`;
+    }
+    if (typeof v === 'string')
+      return stagsToUse.reduce((m, st, k) => m.replaceAll(st.toString(16).padStart(8, '0'), `stag#${k}`), v);
+    if (v && Object.getPrototypeOf(v) === Object.prototype)
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, name(x)]));
+    return v;
+  };
+  ddp.placement$.subscribe((e) => seen.events.push({ placement: name(e) }));
+  ddp.delivery$.subscribe((e) => seen.events.push({ delivery: name(e) }));
+  ddp.error$.subscribe((e) => seen.events.push({ error: name({ type: e.type, code: e.code, message: e.message }) }));
   let n = 0;
   for (const s of segments) {
     const seg = new Uint8Array(14 + s.len);

@@ -269,8 +269,8 @@ describe('STag hygiene (RFC 5042): deregistration while a message is in flight',
     expect([sink.errors[0]?.type, sink.errors[0]?.code]).toEqual([T, TaggedErrorCode.InvalidStag]);
     expect(buf.subarray(0, 16).every((x) => x === 0x11)).toBe(true);
     expect(buf.subarray(16).every((x) => x === 0)).toBe(true);
-    // A new registration does not bring the old STag back: indexes are not reused at once, and a reused
-    // index gets the next consumer key (DDPP core draft §3.4: no immediate STag reuse).
+    // A new registration does not bring the old STag back: a freed index is quarantined, and a reused
+    // index gets another consumer key (DDPP core draft §3.4: no immediate STag reuse).
     const again = sink.stags.register({ pdId: 1, buffer: new Uint8Array(64), access: Access.RemoteWrite });
     expect(again.stag).not.toBe(r.stag);
     expect(sink.stags.lookup(r.stag)).toBeUndefined();
