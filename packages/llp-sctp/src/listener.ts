@@ -1,10 +1,17 @@
 /**
- * The responder side: one socket, one package endpoint per remote peer (created when the peer's first
- * packet arrives), one `SctpConnection` per association. INIT handling stays stateless (RFC 4960 §5.1.3):
- * every per-peer endpoint signs cookies with the listener's secret, so a COOKIE ECHO is honoured even when
- * the state kept for the INIT has already been dropped.
+ * The responder side: one socket; per remote peer, one package endpoint and one `SctpConnection` per
+ * association, created only by a valid COOKIE ECHO. The responder keeps no state for an INIT
+ * (RFC 4960 §5.1.3), and neither does this demultiplexer: a packet from a source without state is
+ * checked here first (common header and a chunk, §3.1; CRC32c, §6.8) and then
+ * - an INIT (Verification Tag 0, alone in its packet, §8.5.1 A, §6.10) is answered by one shared endpoint
+ *   that keeps nothing;
+ * - a SHUTDOWN ACK gets the SHUTDOWN COMPLETE of §8.4 (5);
+ * - a COOKIE ECHO whose State Cookie checks out (§5.1.5) creates the peer's state and association;
+ * - anything else is discarded silently (§8.4): nothing is allocated, no timer armed or re-armed.
+ * State Cookies are keyed per source (an HMAC of the listener's secret and the source address), so a
+ * cookie is good only from the address its INIT came from. A peer's state goes with its last connection.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import {
   HeldSubject,
   InvalidArgumentError,
@@ -20,20 +27,39 @@ import {
 } from '@rddp/llp';
 import { type Observable, Subject } from 'rxjs';
 import { SctpConnection } from './connection.js';
+import { verifySctpChecksum } from './crc32c.js';
 import type { ResolvedOptions } from './options.js';
 import { type PeerAddress, PeerPath, type Wire } from './paths.js';
-import type { PkgAssociation } from './pkg.js';
-import { commonHeader } from './wire.js';
+import { type PkgAssociation, setCookieSecret } from './pkg.js';
+import {
+  type ChunkInfo,
+  ChunkType,
+  type CommonHeader,
+  chunks,
+  chunkValue,
+  commonHeader,
+  shutdownCompletePacket,
+} from './wire.js';
 
 interface PeerState {
   readonly key: string;
   readonly path: PeerPath;
   readonly connections: Set<SctpConnection>;
-  idle: NodeJS.Timeout | undefined;
 }
 
-/** How long a peer's endpoint is kept without any association (INIT answered, no COOKIE ECHO yet). */
-const IDLE_PEER_MS = 10_000;
+/** Packets from sources without state that were discarded (RFC 4960 §8.4), by reason. */
+export interface OutOfTheBlueDiscards {
+  /** Shorter than a common header and one chunk, or for another SCTP port (RFC 4960 §3.1). */
+  malformed: number;
+  /** CRC32c mismatch (RFC 4960 §6.8). */
+  badChecksum: number;
+  /** Neither an INIT with Verification Tag 0 alone, a COOKIE ECHO nor a SHUTDOWN ACK. */
+  notInit: number;
+  /** A COOKIE ECHO whose State Cookie failed (RFC 4960 §5.1.5). */
+  badCookie: number;
+  /** A valid COOKIE ECHO while `maxPendingPeers` peers had state. */
+  overLimit: number;
+}
 
 let nextId = 0;
 
@@ -42,7 +68,19 @@ export class SctpListener implements LlpListener {
   private readonly held = new HeldSubject<LlpConnection>();
   private readonly errors = new Subject<LlpError>();
   private readonly peers = new Map<string, PeerState>();
+  private readonly acceptedConnections = new WeakSet<SctpConnection>();
   private readonly secret = randomBytes(32);
+  private readonly discards: OutOfTheBlueDiscards = {
+    malformed: 0,
+    badChecksum: 0,
+    notInit: 0,
+    badCookie: 0,
+    overLimit: 0,
+  };
+  /** The endpoint that answers INITs for every source; it never holds an association. */
+  private readonly stateless: PeerPath;
+  /** The source of the packet `stateless` is handling (it answers synchronously). */
+  private target: PeerAddress | undefined;
   private closing = false;
   private wireClosed = false;
 
@@ -54,6 +92,25 @@ export class SctpListener implements LlpListener {
     private readonly listen: LlpListenOptions,
   ) {
     this.address = { host: wire.localHost, port: wire.localPort };
+    this.stateless = new PeerPath(
+      (packet, cb) => {
+        const to = this.target;
+        if (to) this.wire.send(packet, to, cb);
+        else cb(new Error('no source to answer'));
+      },
+      { host: wire.localHost, port: 0 },
+      { localPort: wire.localPort, streams: options.maxStreams, aRwnd },
+      {
+        refused: (e) => this.errors.next(e),
+        packageError: (e) =>
+          this.errors.next(new LlpProtocolError(`the sctp package failed on an INIT: ${(e as Error)?.message ?? e}`)),
+        violation: (text) => this.errors.next(new LlpProtocolError(text)),
+      },
+    );
+    this.stateless.socket.tap = options.trace;
+    setCookieSecret(this.stateless.endpoint, this.secret);
+    // Only INITs reach it; should the package still make an association there, it is not ours.
+    this.stateless.endpoint.on('association', (a: PkgAssociation) => a.ABORT());
     listen.signal?.addEventListener('abort', () => void this.close(), { once: true });
   }
 
@@ -64,30 +121,109 @@ export class SctpListener implements LlpListener {
     return this.errors.asObservable();
   }
 
-  /** Hands one received packet to the peer's endpoint (creating it for a new peer). */
+  /** Peers (UDP sources; raw: IP addresses) with state: at most `maxPendingPeers`. */
+  get peerCount(): number {
+    return this.peers.size;
+  }
+
+  /** Peers with state none of whose connections has been handed up yet. */
+  get pendingPeers(): number {
+    let n = 0;
+    for (const s of this.peers.values()) if (![...s.connections].some((c) => this.acceptedConnections.has(c))) n++;
+    return n;
+  }
+
+  /** Counters of the packets from sources without state that were discarded. */
+  get outOfTheBlueDiscards(): Readonly<OutOfTheBlueDiscards> {
+    return { ...this.discards };
+  }
+
+  /** Hands one received packet to the peer's endpoint; a packet from a source without state goes to `outOfTheBlue`. */
   onPacket(packet: Buffer, peer: PeerAddress): void {
     const key = this.wire.kind === 'udp' ? `${peer.host}:${peer.port}` : peer.host;
-    let state = this.peers.get(key);
-    if (!state) {
-      if (this.closing || this.peers.size >= this.options.maxPendingPeers) return;
-      const h = commonHeader(packet);
-      if (!h || h.dstPort !== this.wire.localPort) return;
-      state = this.addPeer(key, peer);
-    }
-    state.path.socket.receive(packet);
-    if (state.connections.size === 0) this.expireLater(state);
+    const state = this.peers.get(key);
+    // The checksum and the Verification Tag (RFC 4960 §6.8, §8.5) are checked in paths.ts; nothing here
+    // is armed by a packet, so a bad one extends nothing.
+    if (state) state.path.socket.receive(packet);
+    else if (!this.closing) this.outOfTheBlue(packet, peer, key);
   }
 
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.stateless.destroy();
     for (const s of [...this.peers.values()]) if (s.connections.size === 0) this.dropPeer(s);
     this.held.complete();
     this.errors.complete();
     this.maybeCloseWire();
   }
 
-  private addPeer(key: string, peer: PeerAddress): PeerState {
+  /** RFC 4960 §8.4: a packet from a source this listener keeps no state for. */
+  private outOfTheBlue(packet: Buffer, peer: PeerAddress, key: string): void {
+    const h = commonHeader(packet);
+    const list = h && h.dstPort === this.wire.localPort ? chunks(packet) : [];
+    const first = list[0];
+    if (!h || !first) {
+      this.discards.malformed++;
+      return;
+    }
+    if (!verifySctpChecksum(packet)) {
+      this.discards.badChecksum++;
+      return;
+    }
+    if (first.type === ChunkType.INIT && h.vTag === 0 && list.length === 1) {
+      this.stateless.endpoint.cookieSecretKey = this.cookieKey(key);
+      this.target = peer;
+      try {
+        this.stateless.socket.receive(packet);
+      } finally {
+        this.target = undefined;
+      }
+    } else if (first.type === ChunkType.SHUTDOWN_ACK && list.length === 1) {
+      // §8.4 (5): SHUTDOWN COMPLETE, T bit set, the SHUTDOWN ACK's tag reflected.
+      const reply = shutdownCompletePacket({ srcPort: h.dstPort, dstPort: h.srcPort, vTag: h.vTag });
+      this.options.trace?.(reply, 'out');
+      this.wire.send(reply, peer, () => {});
+    } else if (first.type === ChunkType.COOKIE_ECHO) {
+      this.cookieEcho(packet, peer, key, h, first);
+    } else {
+      this.discards.notInit++;
+    }
+  }
+
+  /** RFC 4960 §5.1.5: a COOKIE ECHO from a source without state creates it only if its cookie is good. */
+  private cookieEcho(packet: Buffer, peer: PeerAddress, key: string, h: CommonHeader, chunk: ChunkInfo): void {
+    const cookieKey = this.cookieKey(key);
+    this.stateless.endpoint.cookieSecretKey = cookieKey;
+    let good: unknown;
+    try {
+      good = this.stateless.endpoint.validateCookie(chunkValue(packet, chunk), {
+        src_port: h.srcPort,
+        dst_port: h.dstPort,
+        v_tag: h.vTag,
+      });
+    } catch {
+      good = undefined;
+    }
+    if (!good) {
+      this.discards.badCookie++;
+      return;
+    }
+    if (this.peers.size >= this.options.maxPendingPeers) {
+      this.discards.overLimit++;
+      return;
+    }
+    const state = this.addPeer(key, peer, cookieKey);
+    state.path.socket.receive(packet);
+    if (state.connections.size === 0) this.dropPeer(state);
+  }
+
+  /** The State Cookie key for one source: the listener's secret bound to its address. */
+  private cookieKey(key: string): Buffer {
+    return createHmac('sha256', this.secret).update(key).digest();
+  }
+
+  private addPeer(key: string, peer: PeerAddress, cookieKey: Buffer): PeerState {
     const path = new PeerPath(
       (packet, cb) => this.wire.send(packet, peer, cb),
       peer,
@@ -98,9 +234,9 @@ export class SctpListener implements LlpListener {
         violation: (text, packet) => this.violation(state, text, packet),
       },
     );
-    path.endpoint.cookieSecretKey = this.secret;
+    setCookieSecret(path.endpoint, cookieKey);
     path.socket.tap = this.options.trace;
-    const state: PeerState = { key, path, connections: new Set(), idle: undefined };
+    const state: PeerState = { key, path, connections: new Set() };
     path.endpoint.on('association', (association: PkgAssociation) => this.onAssociation(state, association));
     this.peers.set(key, state);
     return state;
@@ -120,8 +256,6 @@ export class SctpListener implements LlpListener {
   }
 
   private onAssociation(state: PeerState, association: PkgAssociation): void {
-    if (state.idle) clearTimeout(state.idle);
-    state.idle = undefined;
     const conn: SctpConnection = new SctpConnection({
       id: `sctp-r${++nextId}`,
       role: 'responder',
@@ -142,10 +276,7 @@ export class SctpListener implements LlpListener {
       logger: this.options.logger,
       onEnded: () => {
         state.connections.delete(conn);
-        if (state.connections.size === 0) {
-          if (this.closing) this.dropPeer(state);
-          else this.expireLater(state);
-        }
+        if (state.connections.size === 0) this.dropPeer(state);
         this.maybeCloseWire();
       },
     });
@@ -187,6 +318,7 @@ export class SctpListener implements LlpListener {
         return;
       }
       conn.accept(pd, remotePrivateData);
+      this.acceptedConnections.add(conn);
       this.held.next(conn);
     } catch (e) {
       clearTimeout(timer);
@@ -196,16 +328,7 @@ export class SctpListener implements LlpListener {
     }
   }
 
-  private expireLater(state: PeerState): void {
-    if (state.idle) clearTimeout(state.idle);
-    state.idle = setTimeout(() => {
-      if (state.connections.size === 0) this.dropPeer(state);
-    }, IDLE_PEER_MS);
-    state.idle.unref();
-  }
-
   private dropPeer(state: PeerState): void {
-    if (state.idle) clearTimeout(state.idle);
     if (this.peers.get(state.key) === state) this.peers.delete(state.key);
     state.path.destroy();
   }

@@ -48,7 +48,11 @@ export interface SctpTransportOptions {
   readonly rtoInitialMs?: number;
   /** RTO.Max (RFC 4960 §15), in ms (default 60000). */
   readonly rtoMaxMs?: number;
-  /** Peers a listener keeps state for without an association yet (default 1024). */
+  /**
+   * Most peers (UDP sources; raw: IP addresses) a listener keeps state for (default 1024). State is made
+   * only by a valid COOKIE ECHO (RFC 4960 §5.1.3) and goes with the peer's last connection; beyond the
+   * limit a COOKIE ECHO is discarded and the peer retries it on its T1-cookie timer.
+   */
   readonly maxPendingPeers?: number;
   readonly logger?: LlpLogger;
   /** Sees every SCTP packet (as on the wire, after the adaptation shim), for debugging and tests. */

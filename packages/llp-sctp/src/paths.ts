@@ -2,7 +2,8 @@
  * The datagram layer under the sctp package. The package runs in its UDP mode on a socket object of
  * ours (a `PeerSocket` per remote peer), so this layer sees every SCTP packet both ways and:
  * - carries them over UDP (RFC 6951-style encapsulation, the default) or raw IPv4 (protocol 132);
- * - verifies each inbound packet's CRC32c (RFC 4960 §6.8; the package computes it but keeps bad packets);
+ * - verifies each inbound packet's CRC32c (RFC 4960 §6.8; the package computes it but keeps bad packets)
+ *   and its Verification Tag (§8.5; the package answers some chunks before its own check);
  * - adds the Adaptation Layer Indication to outbound INIT/INIT ACK and refuses inbound ones without it
  *   (RFC 5043 §5.1);
  * - refuses unordered DATA (rfc5043.ts UNORDERED_DATA_ACCEPTED), which the package mishandles;
@@ -13,13 +14,15 @@ import { EventEmitter } from 'node:events';
 import { isIPv6 } from 'node:net';
 import { CapabilityError, type LlpError, LlpProtocolError } from '@rddp/llp';
 import { verifySctpChecksum } from './crc32c.js';
-import { createEndpoint, type PkgEndpoint } from './pkg.js';
+import { createEndpoint, type PkgAssociation, type PkgEndpoint } from './pkg.js';
 import { RawWire } from './raw.js';
 import { ADAPTATION_LAYER_INDICATION_TYPE, adaptationRefusal, UNORDERED_DATA_ACCEPTED } from './rfc5043.js';
 import {
   abortPacket,
   adaptationCodePoint,
   ChunkType,
+  COMMON_HEADER_LENGTH,
+  chunks,
   commonHeader,
   hasUnorderedData,
   initChunk,
@@ -49,13 +52,17 @@ export interface PathStats {
   received: number;
   sent: number;
   badChecksum: number;
+  /** Packets discarded for a Verification Tag that none of the endpoint's associations expects (RFC 4960 §8.5). */
+  badTag: number;
 }
 
 /** What the sctp package takes for its UDP socket: one per remote peer. */
 export class PeerSocket extends EventEmitter {
-  readonly stats: PathStats = { received: 0, sent: 0, badChecksum: 0 };
+  readonly stats: PathStats = { received: 0, sent: 0, badChecksum: 0, badTag: 0 };
   /** Test hook: sees every packet after the shim, both ways. */
   tap: ((packet: Buffer, direction: 'in' | 'out') => void) | undefined;
+  /** The endpoint this socket feeds, whose associations' tags `receive` checks. */
+  endpoint: PkgEndpoint | undefined;
 
   constructor(
     private readonly transmit: (packet: Buffer, cb: (e?: Error | null) => void) => void,
@@ -83,6 +90,11 @@ export class PeerSocket extends EventEmitter {
   receive(packet: Buffer): void {
     if (!verifySctpChecksum(packet)) {
       this.stats.badChecksum++;
+      return;
+    }
+    // RFC 4960 §8.5: discarded silently here, since the package answers some chunks before its own check.
+    if (!tagAccepted(packet, this.endpoint?.associations)) {
+      this.stats.badTag++;
       return;
     }
     this.stats.received++;
@@ -123,6 +135,30 @@ export class PeerSocket extends EventEmitter {
   }
 }
 
+/**
+ * RFC 4960 §8.5 and §8.5.1: whether a packet's Verification Tag is one the endpoint's associations may
+ * get. An INIT (tag 0), a COOKIE ECHO (the cookie holds the tag, §5.1.5) and a SHUTDOWN ACK (§8.4 (5),
+ * §8.5.1 E) are left to the package; an endpoint without associations gets everything (out of the blue, §8.4).
+ */
+export function tagAccepted(packet: Buffer, associations: readonly PkgAssociation[] | undefined): boolean {
+  if (packet.byteLength < COMMON_HEADER_LENGTH) return false;
+  if (!associations || associations.length === 0) return true;
+  const vTag = packet.readUInt32BE(4);
+  // Every packet of a live association takes this first test alone.
+  if (associations.some((a) => a.my_tag >>> 0 === vTag)) return true;
+  const list = chunks(packet);
+  const first = list[0];
+  if (!first) return false;
+  if (first.type === ChunkType.INIT || first.type === ChunkType.COOKIE_ECHO || first.type === ChunkType.SHUTDOWN_ACK) {
+    return true;
+  }
+  // §8.5.1 B, C: ABORT and SHUTDOWN COMPLETE with the T bit carry the peer's tag.
+  const reflected = list.some(
+    (c) => (c.type === ChunkType.ABORT || c.type === ChunkType.SHUTDOWN_COMPLETE) && (c.flags & 1) === 1,
+  );
+  return reflected && associations.some((a) => a.peer_tag !== undefined && a.peer_tag >>> 0 === vTag);
+}
+
 /** A peer and the package endpoint that talks to it. */
 export class PeerPath {
   readonly socket: PeerSocket;
@@ -137,6 +173,7 @@ export class PeerPath {
   ) {
     this.socket = new PeerSocket(send, events);
     this.endpoint = createEndpoint(options, this.socket);
+    this.socket.endpoint = this.endpoint;
   }
 
   destroy(): void {

@@ -26,6 +26,9 @@ export interface PkgAssociation extends EventEmitter {
   peer_rwnd: number;
   a_rwnd: number;
   remotePort: number;
+  /** Verification Tags (RFC 4960 §8.5): ours, which the peer's packets carry, and the peer's. */
+  my_tag: number;
+  peer_tag?: number;
   my_next_tsn: PkgSerial;
   c_tsn_ack?: PkgSerial;
   sent: Record<string, unknown>;
@@ -79,6 +82,13 @@ export interface PkgEndpoint extends EventEmitter {
   associations: PkgAssociation[];
   ASSOCIATE(options: { remotePort: number; OS: number; MIS: number } & Partial<PkgRtoParameters>): PkgAssociation;
   DESTROY(): void;
+  /**
+   * RFC 4960 §5.1.5 steps 1–4: the State Cookie's MAC (keyed with `cookieSecretKey`), its ports and tag
+   * against the packet's common header, its lifespan. Truthy when the cookie would create an association.
+   */
+  validateCookie(cookie: Buffer, header: { src_port: number; dst_port: number; v_tag: number }): unknown;
+  /** The package's timer that replaces `cookieSecretKey` with a random one every 5 cookie lifespans. */
+  _cookieInterval?: NodeJS.Timeout;
 }
 
 interface EndpointStatic {
@@ -139,6 +149,16 @@ export function createEndpoint(
   );
   if (error || !out) throw error ?? new Error('sctp endpoint initialization failed');
   return out;
+}
+
+/**
+ * Keys the endpoint's State Cookies (RFC 4960 §5.1.3) with `key` for good: stops the package's own
+ * rotation timer, so that every endpoint a listener derives the same key for signs and checks alike.
+ */
+export function setCookieSecret(endpoint: PkgEndpoint, key: Buffer): void {
+  if (endpoint._cookieInterval) clearInterval(endpoint._cookieInterval);
+  endpoint._cookieInterval = undefined;
+  endpoint.cookieSecretKey = key;
 }
 
 /**

@@ -72,6 +72,11 @@ export function chunks(packet: Uint8Array): ChunkInfo[] {
   return out;
 }
 
+/** A chunk's value: what follows its 4-octet header, without padding (RFC 4960 §3.2). */
+export function chunkValue(packet: Buffer, chunk: ChunkInfo): Buffer {
+  return packet.subarray(chunk.offset + 4, chunk.offset + chunk.length);
+}
+
 /** A DATA chunk's header fields (RFC 4960 §3.3.1). */
 export interface DataChunkInfo {
   readonly tsn: number;
@@ -203,6 +208,21 @@ export function abortPacket(h: CommonHeader, reflected: boolean, causes: readonl
   out.writeUInt8(reflected ? 1 : 0, 13);
   out.writeUInt16BE(4 + body.byteLength, 14);
   body.copy(out, 16);
+  return signSctpPacket(out);
+}
+
+/**
+ * A signed packet holding one SHUTDOWN COMPLETE with the T bit set, answering an out-of-the-blue SHUTDOWN
+ * ACK: the Verification Tag is the one that packet carried, reflected (RFC 4960 §8.4 (5)).
+ */
+export function shutdownCompletePacket(h: CommonHeader): Buffer {
+  const out = Buffer.alloc(COMMON_HEADER_LENGTH + 4);
+  out.writeUInt16BE(h.srcPort, 0);
+  out.writeUInt16BE(h.dstPort, 2);
+  out.writeUInt32BE(h.vTag >>> 0, 4);
+  out.writeUInt8(ChunkType.SHUTDOWN_COMPLETE, 12);
+  out.writeUInt8(1, 13);
+  out.writeUInt16BE(4, 14);
   return signSctpPacket(out);
 }
 
