@@ -39,6 +39,11 @@ function asLlpError(e: unknown): LlpError {
   return isLlpError(e) ? e : new ConnectionAbortedError(`MPA startup failed: ${String(e)}`, { cause: e });
 }
 
+/** The address a peer's startups count under: IPv4-mapped IPv6 addresses as their IPv4 address. */
+function sourceOf(host: string): string {
+  return host.startsWith('::ffff:') && host.includes('.') ? host.slice(7) : host;
+}
+
 /** A pending startup; `cancel` ends it when the listener closes. */
 interface Attempt {
   cancel(): void;
@@ -49,6 +54,8 @@ export class MpaTcpListener implements LlpListener {
   private readonly connections = new HeldSubject<LlpConnection>();
   private readonly errors = new Subject<LlpError>();
   private readonly attempts = new Set<Attempt>();
+  /** Startups in progress per source address (`maxPendingStartupsPerAddress`). */
+  private readonly pendingBySource = new Map<string, number>();
   private established = 0;
   private closed = false;
 
@@ -106,12 +113,18 @@ export class MpaTcpListener implements LlpListener {
     const remote: LlpAddress = { host: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
     // Resource limits: a peer beyond them gets a reset, the ULP a typed error — never an unbounded queue.
     const o = this.options;
-    if (this.attempts.size >= o.maxPendingStartups || this.established >= o.maxConnections) {
+    const source = sourceOf(socket.remoteAddress ?? '');
+    const fromSource = this.pendingBySource.get(source) ?? 0;
+    const which =
+      this.attempts.size >= o.maxPendingStartups
+        ? `${o.maxPendingStartups} MPA startups in progress`
+        : fromSource >= o.maxPendingStartupsPerAddress
+          ? `${o.maxPendingStartupsPerAddress} MPA startups in progress from ${source}`
+          : this.established >= o.maxConnections
+            ? `${o.maxConnections} connections`
+            : undefined;
+    if (which !== undefined) {
       socket.resetAndDestroy();
-      const which =
-        this.attempts.size >= o.maxPendingStartups
-          ? `${o.maxPendingStartups} MPA startups in progress`
-          : `${o.maxConnections} connections`;
       this.report(
         new ResourceLimitError(
           `listener limit reached (${which}): connection from ${remote.host}:${remote.port} refused`,
@@ -135,7 +148,10 @@ export class MpaTcpListener implements LlpListener {
       phase = 'done';
       clearTimeout(timer);
       detach();
-      this.attempts.delete(attempt);
+      if (!this.attempts.delete(attempt)) return;
+      const n = (this.pendingBySource.get(source) ?? 1) - 1;
+      if (n > 0) this.pendingBySource.set(source, n);
+      else this.pendingBySource.delete(source);
     };
     /** RFC 5044 §7.1.1/§8 code 4: close and report locally. */
     const fail = (error: LlpError) => {
@@ -154,6 +170,7 @@ export class MpaTcpListener implements LlpListener {
       cancel: () => fail(new ConnectionAbortedError('the listener closed during MPA startup')),
     };
     this.attempts.add(attempt);
+    this.pendingBySource.set(source, fromSource + 1);
     const timer = setTimeout(
       () =>
         fail(

@@ -50,6 +50,11 @@ export interface MpaTcpOptions {
   readonly maxConnections?: number;
   /** Listener: most MPA startups in progress at once (slow or idle peers); more are reset (default 256). */
   readonly maxPendingStartups?: number;
+  /**
+   * Listener: most MPA startups in progress at once from one source address (default 16), so that one
+   * slow or idle peer cannot hold all of `maxPendingStartups`; more from that address are reset.
+   */
+  readonly maxPendingStartupsPerAddress?: number;
   readonly logger?: LlpLogger;
 }
 
@@ -67,6 +72,7 @@ export interface ResolvedTransportOptions {
   readonly noDelay: boolean;
   readonly maxConnections: number;
   readonly maxPendingStartups: number;
+  readonly maxPendingStartupsPerAddress: number;
   readonly logger: LlpLogger;
 }
 
@@ -85,6 +91,13 @@ function inlineThreshold(v: unknown): number {
   if (v === undefined) return INLINE_DEFAULT;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > INLINE_MAX)
     throw new InvalidArgumentError(`inlineThreshold must be an integer 0..${INLINE_MAX}, got ${String(v)}`);
+  return v;
+}
+
+function count(name: string, v: unknown, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 2 ** 31 - 1)
+    throw new InvalidArgumentError(`${name} must be an integer 1..2^31-1, got ${String(v)}`);
   return v;
 }
 
@@ -114,6 +127,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     noDelay: o.noDelay ?? true,
     maxConnections: positive('maxConnections', o.maxConnections, 4096),
     maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),
+    maxPendingStartupsPerAddress: count('maxPendingStartupsPerAddress', o.maxPendingStartupsPerAddress, 16),
     logger: o.logger ?? silentLogger,
   };
 }

@@ -108,6 +108,8 @@ export class MpaTcpStream extends BaseLlpStream {
   private ended = false;
   private readonly receiveErrors = new Subject<LlpReceiveError>();
   private graceTimer: NodeJS.Timeout | undefined;
+  /** The RFC 5044 §8 error that ended reception, if one did: what `closed$` reports unless the ULP closed. */
+  private receiveFailure: MpaProtocolError | MpaCrcError | undefined;
   /** How long a watched receive error leaves the sending half for the ULP's Terminate (ms). */
   static receiveErrorGraceMs = 2000;
 
@@ -320,6 +322,7 @@ export class MpaTcpStream extends BaseLlpStream {
 
   private onFramingError(error: MpaProtocolError | MpaCrcError): void {
     this.logger.debug('mpa.fpdu.error', { connection: this.connectionId, code: error.code, message: error.message });
+    this.receiveFailure = error;
     // The reader is dead: nothing more is delivered. With a ULP watching, keep the sending half for its
     // Terminate, then close; unwatched (or if the ULP never closes), reset.
     if (!this.receiveErrors.observed || this.state !== 'open') {
@@ -335,6 +338,31 @@ export class MpaTcpStream extends BaseLlpStream {
   fail(error: LlpError): void {
     if (this.state === 'closed') return;
     this.abort(error);
+  }
+
+  /**
+   * Ends the socket, once. RST when asked, unless our FIN is pending (libuv refuses a reset during a
+   * shutdown, and Node then drops the TCP handle unclosed: it leaks and spins) or answered the peer's FIN;
+   * then a plain close.
+   */
+  private dropSocket(reset: boolean): void {
+    const s = this.socket;
+    if (s.destroyed) return;
+    if (reset && (!s.writableEnded || (s.writableFinished && !this.finSeen))) s.resetAndDestroy();
+    else s.destroy();
+  }
+
+  /** After our FIN: the peer's must follow within `closeTimeoutMs`, else the socket goes. */
+  private armCloseTimer(): void {
+    if (this.closeTimer) clearTimeout(this.closeTimer);
+    this.closeTimer = setTimeout(() => {
+      this.dropSocket(true);
+      this.end({
+        graceful: false,
+        initiator: 'local',
+        error: new LlpTimeoutError(`the peer did not close within ${this.closeTimeoutMs} ms of our FIN`),
+      });
+    }, this.closeTimeoutMs);
   }
 
   private clearTimer(): void {
@@ -357,16 +385,9 @@ export class MpaTcpStream extends BaseLlpStream {
     this.graceTimer = undefined;
     // Sends held back by §7.1.2 can never go out now.
     this.failHeld(new StreamClosedError('closed before the responder was allowed to send (RFC 5044 §7.1.2)'));
-    this.closeTimer = setTimeout(() => {
-      this.socket.resetAndDestroy();
-      this.end({
-        graceful: false,
-        initiator: 'local',
-        error: new LlpTimeoutError(`the peer did not close within ${this.closeTimeoutMs} ms of our FIN`),
-      });
-    }, this.closeTimeoutMs);
-    // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN.
-    this.socket.end();
+    this.armCloseTimer();
+    // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN (once: the peer's FIN may have been answered).
+    if (!this.socket.writableEnded) this.socket.end();
     this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'local' });
   }
 
@@ -375,7 +396,7 @@ export class MpaTcpStream extends BaseLlpStream {
     this.clearTimer();
     this.failHeld(reason ?? new StreamClosedError('aborted'));
     this.reader.kill();
-    if (!this.socket.destroyed) this.socket.resetAndDestroy();
+    this.dropSocket(true);
     this.logger.debug('mpa.abort', { connection: this.connectionId, reason: reason?.message });
   }
 
@@ -394,12 +415,18 @@ export class MpaTcpStream extends BaseLlpStream {
       return;
     }
     if (this.state === 'open') {
-      // The peer closed first: answer with our FIN behind whatever we already queued.
+      // The peer closed first: answer with our FIN behind whatever we already queued (after a receive
+      // error: the ULP's Terminate, RFC 5044 §8), bounded by closeTimeoutMs; the grace period is over.
       this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'remote' });
+      if (this.graceTimer) clearTimeout(this.graceTimer);
+      this.graceTimer = undefined;
       this.failHeld(
         new StreamClosedError('the peer closed before the responder was allowed to send (RFC 5044 §7.1.2)'),
       );
-      this.socket.end();
+      if (!this.ended && !this.socket.writableEnded) {
+        this.armCloseTimer();
+        this.socket.end();
+      }
     }
     this.maybeClosed();
   }
@@ -412,20 +439,23 @@ export class MpaTcpStream extends BaseLlpStream {
   /** Both FINs are through: the close is complete. */
   private maybeClosed(): void {
     if (!this.finSeen || !this.localFinDone || this.ended) return;
-    const initiator = this.state === 'closing' ? 'local' : 'remote';
-    this.socket.destroy();
-    this.end({ graceful: true, initiator });
+    this.dropSocket(false);
+    if (this.state === 'closing') this.end({ graceful: true, initiator: 'local' });
+    else if (this.receiveFailure)
+      // RFC 5044 §8: reception ended on an error and the ULP never closed: the close is not an orderly one.
+      this.end({ graceful: false, initiator: 'local', error: this.receiveFailure });
+    else this.end({ graceful: true, initiator: 'remote' });
   }
 
   private onSocketError(e: NodeJS.ErrnoException): void {
     if (this.ended) return;
-    this.socket.destroy();
+    this.dropSocket(false);
     this.end({
       graceful: false,
       initiator: 'remote',
-      error: new ConnectionAbortedError(`TCP connection lost: ${e.code ?? e.message} (RFC 5044 §8 code 1)`, {
-        cause: e,
-      }),
+      error:
+        this.receiveFailure ??
+        new ConnectionAbortedError(`TCP connection lost: ${e.code ?? e.message} (RFC 5044 §8 code 1)`, { cause: e }),
     });
   }
 
@@ -434,7 +464,9 @@ export class MpaTcpStream extends BaseLlpStream {
     this.end({
       graceful: false,
       initiator: 'remote',
-      error: new ConnectionAbortedError('the TCP connection closed without an orderly shutdown (RFC 5044 §8 code 1)'),
+      error:
+        this.receiveFailure ??
+        new ConnectionAbortedError('the TCP connection closed without an orderly shutdown (RFC 5044 §8 code 1)'),
     });
   }
 }
