@@ -149,6 +149,8 @@ interface Culprit {
   readonly receive?: CompletionStatus;
 }
 
+const LOCAL_CATASTROPHIC = { errorType: RdmaErrorType.LocalCatastrophic, errorCode: 0 } as const;
+
 export class RdmapStream {
   readonly profile: DdpProfile;
   readonly rv: RdmapVersion;
@@ -437,11 +439,22 @@ export class RdmapStream {
   }
 
   /**
-   * RDMAP Abortive Termination asked for by the ULP (RFC 5040 §6.2.1): a Terminate (RDMA layer, Local
-   * Catastrophic Error, no copied headers), outstanding work Completed in error, then the LLP closed.
+   * RDMAP Abortive Termination asked for by the ULP (RFC 5040 §6.2.1): a Terminate (RDMA layer, no copied
+   * headers), outstanding work Completed in error, then the LLP closed. By default a Local Catastrophic
+   * Error; a ULP that found its peer's message unacceptable says so with Remote Operation Error,
+   * Unspecified Error (§7.2: `{ errorType: RdmaErrorType.RemoteOperation, errorCode: 0xff }`).
    */
-  terminate(): void {
-    this.terminateWith({ layer: TerminateLayer.Rdma, errorType: RdmaErrorType.LocalCatastrophic, errorCode: 0 });
+  terminate(cause: { errorType: RdmaErrorType; errorCode: number } = LOCAL_CATASTROPHIC): void {
+    if (
+      !Object.values(RdmaErrorType).includes(cause.errorType) ||
+      !Number.isInteger(cause.errorCode) ||
+      cause.errorCode < 0 ||
+      cause.errorCode > 0xff
+    )
+      throw new RdmapInvalidArgumentError(
+        `Terminate cause ${cause.errorType}/${cause.errorCode} is not an RDMA-layer Error Type and 8-bit Error Code (RFC 5040 §4.8)`,
+      );
+    this.terminateWith({ layer: TerminateLayer.Rdma, errorType: cause.errorType, errorCode: cause.errorCode });
   }
 
   /** LLP Abortive Termination (RFC 5040 §6.2): the LLP stream is reset, no Terminate is sent. */

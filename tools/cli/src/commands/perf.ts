@@ -11,12 +11,22 @@ import {
   PERF_TESTS,
   type PerfParams,
   type PerfResult,
+  type PerfServeOptions,
   type PerfTest,
   perfClient,
   perfDebug,
   perfServe,
 } from '../perf/engine.js';
 import { allSizes, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
+import {
+  MemoryBudget,
+  PERF_DEFAULT_MAX_MEMORY,
+  PERF_DEFAULT_MAX_SIZE,
+  PERF_MAX_DURATION_S,
+  PERF_MAX_ITERS,
+  PERF_MAX_TX_DEPTH,
+  type PerfServerLimits,
+} from '../perf/hello.js';
 import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
 
 export interface PerfOptions {
@@ -35,6 +45,12 @@ export interface PerfOptions {
   loopback?: boolean;
   /** Queue pairs on one connection, one per LLP stream (SCTP: one per SCTP stream). */
   streams?: string;
+  /** Server: largest message size a client may ask for. */
+  maxSize?: string;
+  /** Server: octets of buffers its clients may make it hold at once. */
+  maxMemory?: string;
+  /** Server: keep serving clients (each connection on its own) instead of exiting after one. */
+  persistent?: boolean;
 }
 
 function int(flag: string, v: string, min: number, max: number): number {
@@ -51,10 +67,18 @@ export function perfParams(test: string, o: PerfOptions): PerfParams {
   return {
     test: test as PerfTest,
     sizes: o.all ? allSizes() : [size],
-    iters: int('-n', o.iters, 1, 1e9),
-    ...(o.duration !== undefined ? { durationS: int('-D', o.duration, 1, 3600) } : {}),
-    txDepth: int('--tx-depth', o.txDepth, 1, 4096),
+    iters: int('-n', o.iters, 1, PERF_MAX_ITERS),
+    ...(o.duration !== undefined ? { durationS: int('-D', o.duration, 1, PERF_MAX_DURATION_S) } : {}),
+    txDepth: int('--tx-depth', o.txDepth, 1, PERF_MAX_TX_DEPTH),
     verify: o.verify,
+  };
+}
+
+/** The server's limits from its flags (defaults: any one-stream run perftest's -a makes). */
+export function serverLimits(o: PerfOptions): PerfServerLimits {
+  return {
+    maxSize: o.maxSize === undefined ? PERF_DEFAULT_MAX_SIZE : int('--max-size', o.maxSize, 1, 1 << 30),
+    maxMemory: o.maxMemory === undefined ? PERF_DEFAULT_MAX_MEMORY : int('--max-memory', o.maxMemory, 1, 2 ** 40),
   };
 }
 
@@ -103,14 +127,38 @@ export async function perfClientStreams(
   return out;
 }
 
-/** Serves every stream of `conn`; resolves with stream 0's results. */
+/**
+ * Serves every stream of `conn`; resolves with stream 0's results. One stream refused or failed ends
+ * the connection (the others' runs cannot be reported whole).
+ */
 export async function perfServeStreams(
   conn: LlpConnection,
   tt: ToolTransport,
   log: (s: string) => void,
+  options: PerfServeOptions = {},
 ): Promise<PerfResult[]> {
-  const all = await Promise.all(conn.streams.map((_, i) => perfServe(conn, tt.profileOf(conn), log, i)));
-  return all[0] as PerfResult[];
+  // One budget for all the connection's streams unless the server shares one across connections.
+  const limits = options.limits;
+  const budget = options.budget ?? (limits ? new MemoryBudget(limits.maxMemory) : undefined);
+  const served = conn.streams.map((_, i) =>
+    perfServe(conn, tt.profileOf(conn), log, i, { ...options, ...(budget ? { budget } : {}) }),
+  );
+  try {
+    const all = await Promise.all(served);
+    return all[0] as PerfResult[];
+  } catch (e) {
+    conn.abort();
+    await Promise.allSettled(served);
+    throw e;
+  }
+}
+
+function printResults(test: string, o: PerfOptions, results: readonly PerfResult[], print: (s: string) => void): void {
+  if (!o.json && results.length) {
+    printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, o.transport, print);
+    for (const r of results) print(resultLine(r));
+    print(RULE);
+  } else for (const r of results) print(JSON.stringify(r));
 }
 
 async function connectPair(tt: ToolTransport, port: number, streams = 1): Promise<[LlpConnection, LlpConnection]> {
@@ -134,7 +182,9 @@ export async function perfLoopback(test: string, o: PerfOptions, print: (s: stri
   const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
   perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
   if (!o.json) printHeader(p, `${o.transport}${n > 1 ? `, ${n} streams (aggregate)` : ''}`, print);
-  const served = perfServeStreams(server, tt, () => {});
+  // Both ends are this user's: the server serves whatever the flags ask for.
+  const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
+  const served = perfServeStreams(server, tt, () => {}, { limits });
   served.catch(() => {}); // awaited below; a server failure also fails the client's run
   const results = await perfClientStreams(client, tt, p, (r) => print(o.json ? JSON.stringify(r) : resultLine(r)));
   await served;
@@ -169,6 +219,15 @@ export function registerPerf(program: Command): void {
     .option('--loopback', 'run server and client in this process')
     .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', '1')
     .option(
+      '--max-size <octets>',
+      `server: largest message size a client may ask for (default ${PERF_DEFAULT_MAX_SIZE})`,
+    )
+    .option(
+      '--max-memory <octets>',
+      `server: octets of buffers its clients may make it hold at once (default ${PERF_DEFAULT_MAX_MEMORY})`,
+    )
+    .option('--persistent', 'server: keep serving clients, each connection on its own, until stopped')
+    .option(
       '-d, --debug',
       'protocol events on stderr: the negotiated LLP parameters (MPA revision, CRC, Markers, RTR), Terminates',
     )
@@ -190,17 +249,28 @@ export function registerPerf(program: Command): void {
       const port = int('-p', o.port, 0, 65535);
       if (server === undefined) {
         perfParams(test, o); // flag errors show on the server too
+        const limits = serverLimits(o);
+        const serveOptions: PerfServeOptions = { limits, test: test as PerfTest };
+        const log = (s: string) => console.error(`rddp perf: ${s}`);
         const listener = await tt.transport.listen({ host: '0.0.0.0', port }, { params: tt.listenParams });
         console.error(`rddp perf: ${test} server listening on port ${listener.address.port} (${o.transport})`);
+        if (o.persistent) {
+          // Each client on its own; one budget for all of them; a refused or failed client is logged.
+          const budget = new MemoryBudget(limits.maxMemory);
+          listener.connections$.subscribe((conn) => {
+            debugConn(conn);
+            const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
+            perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
+              (results) => printResults(test, o, results, print),
+              (e: Error) => log(`${peer}: ${e.message}`),
+            );
+          });
+          await new Promise<never>(() => {}); // until the process is stopped
+        }
         const conn = await firstValueFrom(listener.connections$);
         debugConn(conn);
         await listener.close();
-        const results = await perfServeStreams(conn, tt, (s) => console.error(`rddp perf: ${s}`));
-        if (!o.json && results.length) {
-          printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, o.transport, print);
-          for (const r of results) print(resultLine(r));
-          print(RULE);
-        } else for (const r of results) print(JSON.stringify(r));
+        printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print);
         return;
       }
       const p = perfParams(test, o);

@@ -6,6 +6,7 @@ import { Access } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
+import { RpingAdvertisementTooLargeError, RpingBogusDataError, RpingError } from '../rping/errors.js';
 import {
   cString,
   cStringLength,
@@ -40,6 +41,8 @@ export interface RpingOptions {
 
 /** Largest ping a server follows a client to (its own -S may be smaller). */
 const RPING_SERVER_MAX = 64 * 1024 * 1024;
+/** How long the Terminate and the close after it may take before the LLP connection is aborted. */
+const TERMINATE_WITHIN_MS = 2000;
 
 type Out = { log(s: string): void; debug(s: string): void };
 
@@ -108,26 +111,38 @@ export async function rpingServe(
     try {
       if (!(await serveOne())) return pings;
     } catch (e) {
+      if (e instanceof RpingError) {
+        // A bad advertisement (rping.c fails the connection): RFC 5040 §6.2.1 abortive termination.
+        await s.terminate(TERMINATE_WITHIN_MS);
+        throw e;
+      }
       // The client may close as soon as it has our last Send; what was still in flight is flushed then.
       if (await s.closedGracefully(1000)) return pings;
+      await s.closeWithin(TERMINATE_WITHIN_MS);
       throw e;
     }
     out.debug(`ping ${pings}: done`);
     pings++;
   }
 
+  /** struct rping_rdma_info, exactly 16 octets, as rping.c's server_recv() takes it. */
+  function advertisement(byteLength: number) {
+    if (byteLength !== RPING_INFO_LENGTH) throw new RpingBogusDataError(byteLength);
+    return decodeInfo(recvBuf);
+  }
+
   async function serveOne(): Promise<boolean> {
     let adv: Awaited<ReturnType<RdmaSession['recv']>>;
     try {
       adv = await s.recv();
-    } catch {
-      return false; // the client disconnected
+    } catch (e) {
+      if (await s.closedGracefully(1000)) return false; // the client disconnected
+      throw e; // reset, framing error or Terminate: a failure, not the end of the pings
     }
-    const src = decodeInfo(recvBuf.subarray(0, adv.byteLength));
+    const src = advertisement(adv.byteLength);
     if (src.size > rdmaBuf.length) {
       // The client pings with more than this end's -S: follow it, within bounds.
-      if (src.size > RPING_SERVER_MAX)
-        throw new Error(`client advertised ${src.size} octets, over this server's ${RPING_SERVER_MAX}`);
+      if (src.size > RPING_SERVER_MAX) throw new RpingAdvertisementTooLargeError(src.size, RPING_SERVER_MAX);
       s.stags.deregister(local.stag);
       rdmaBuf = new Uint8Array(src.size);
       local = s.register(rdmaBuf, Access.LocalRead | Access.LocalWrite);
@@ -146,7 +161,7 @@ export async function rpingServe(
     if (o.verbose) out.log(`server ping data: ${cString(rdmaBuf)}`);
     await s.post({ type: 'send', payload: [sendBuf] }); // go ahead
     const adv2 = await s.recv();
-    const dst = decodeInfo(recvBuf.subarray(0, adv2.byteLength));
+    const dst = advertisement(adv2.byteLength);
     s.postReceive(recvBuf);
     const wlen = Math.min(cStringLength(rdmaBuf) + 1, dst.size, rdmaBuf.length);
     await s.post({ type: 'write', sinkStag: dst.rkey, sinkTo: dst.addr, payload: [rdmaBuf.subarray(0, wlen)] });

@@ -9,8 +9,21 @@ import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import { filter, firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
 import { RdmaSession } from '../rping/session.js';
+import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError } from './errors.js';
 import type { BwRow, LatRow } from './format.js';
 import { mbPerSec } from './format.js';
+import {
+  CONTROL_SIZE,
+  checkHello,
+  checkResult,
+  type Hello,
+  MemoryBudget,
+  PERF_DEFAULT_LIMITS,
+  type PerfServerLimits,
+  SEND_CREDIT_BATCH,
+  SEND_RECEIVES,
+  serverMemory,
+} from './hello.js';
 import { OpWindow } from './window.js';
 
 export const PERF_TESTS = [
@@ -42,11 +55,10 @@ export type PerfResult =
   | { kind: 'bw'; row: BwRow; verified: boolean }
   | { kind: 'lat'; row: LatRow; verified: boolean };
 
-const CONTROL_SIZE = 64 * 1024;
-
 /** Where `--debug` sends protocol events (Terminates sent or received); off by default. */
 export const perfDebug: { log: ((s: string) => void) | undefined } = { log: undefined };
-const SEND_CREDIT_BATCH = 16;
+/** How long a close (after a refusal or a failure) may take before the LLP connection is aborted. */
+const CLOSE_WITHIN_MS = 2000;
 
 /** Deterministic payload octets so both ends can check data without shipping it. */
 export function fillPattern(buf: Uint8Array, seed: number): void {
@@ -69,39 +81,68 @@ class Control {
   async send(msg: object): Promise<void> {
     await this.s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(msg))] });
   }
-  async recv<T>(): Promise<T> {
+  /** The next control message's octets (the buffer is reposted once they are copied out). */
+  async recv(): Promise<Uint8Array> {
     const c = await this.s.recv();
     const b = c.buffer;
-    const msg = JSON.parse(new TextDecoder().decode(b.subarray(0, c.byteLength))) as T;
+    const msg = b.slice(0, c.byteLength);
     this.repost(b);
     return msg;
   }
 }
 
-interface Hello {
-  type: 'hello';
-  params: PerfParams;
-  /** Client's own region (latency tests: the server writes back into it). */
-  addr: string;
-  rkey: number;
-}
 interface Ready {
   type: 'ready';
   addr: string;
   rkey: number;
 }
 
+/** The server's answer to a HELLO it does not serve; it closes the connection after it. */
+interface Refused {
+  type: 'refused';
+  reason: string;
+}
+
+/** Client side: READY, or the server's refusal (PerfServerRefusedError). */
+function readReady(octets: Uint8Array): { addr: bigint; rkey: number } {
+  let m: { type?: unknown; reason?: unknown; addr?: unknown; rkey?: unknown } | null = null;
+  try {
+    m = JSON.parse(new TextDecoder().decode(octets));
+  } catch {
+    m = null;
+  }
+  if (m?.type === 'refused') throw new PerfServerRefusedError(String(m.reason).slice(0, 300));
+  if (m?.type !== 'ready' || typeof m.addr !== 'string' || !/^\d{1,20}$/.test(m.addr) || !Number.isInteger(m.rkey))
+    throw new PerfBadMessageError('the server answered HELLO with neither READY nor REFUSED');
+  return { addr: BigInt(m.addr), rkey: m.rkey as number };
+}
+
+/** What a server holds to its clients (the defaults serve any one-stream run). */
+export interface PerfServeOptions {
+  readonly limits?: PerfServerLimits;
+  /** Shared by every stream and connection one server serves; by default this stream's alone. */
+  readonly budget?: MemoryBudget;
+  /** The test this server runs: a HELLO for another is refused. */
+  readonly test?: PerfTest;
+}
+
 function maxSize(p: PerfParams): number {
   return Math.max(...p.sizes, 1);
 }
 
-/** Server side: answers one client's run, returns its results (sent back by the client). */
+/**
+ * Server side: answers one client's run, returns its results (sent back by the client). A HELLO outside
+ * the server's limits is answered with REFUSED, the connection closed, and PerfHelloRefusedError thrown.
+ */
 export async function perfServe(
   conn: LlpConnection,
   profile: 'ietf' | 'rdmac',
   log: (s: string) => void,
   stream = 0,
+  options: PerfServeOptions = {},
 ): Promise<PerfResult[]> {
+  const limits = options.limits ?? PERF_DEFAULT_LIMITS;
+  const budget = options.budget ?? new MemoryBudget(limits.maxMemory);
   // The server offers the RFC 7306 atomics (IETF profile); a client uses them only in atomic_* tests.
   const s = new RdmaSession(conn, {
     profile,
@@ -111,8 +152,36 @@ export async function perfServe(
   });
   // One buffer for HELLO; what follows depends on the test.
   s.postReceive(new Uint8Array(CONTROL_SIZE));
-  const first = await s.recv();
-  const hello = JSON.parse(new TextDecoder().decode(first.buffer.subarray(0, first.byteLength))) as Hello;
+  let reserved = 0;
+  try {
+    const first = await s.recv();
+    let hello: Hello;
+    try {
+      hello = checkHello(first.buffer.subarray(0, first.byteLength), limits, options.test, profile);
+      const need = serverMemory(hello.params);
+      if (!budget.reserve(need))
+        throw new PerfHelloRefusedError(
+          `busy: ${need} octets of buffers asked, ${budget.inUse} of --max-memory ${budget.limit} in use`,
+        );
+      reserved = need;
+    } catch (e) {
+      if (e instanceof PerfHelloRefusedError) {
+        const refused: Refused = { type: 'refused', reason: e.reason };
+        await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(refused))] }).catch(() => {});
+      }
+      throw e;
+    }
+    return await serveRun(s, hello, log);
+  } catch (e) {
+    await s.closeWithin(CLOSE_WITHIN_MS);
+    throw e;
+  } finally {
+    budget.release(reserved);
+  }
+}
+
+/** The measured part of one run, after a HELLO that passed the checks. */
+async function serveRun(s: RdmaSession, hello: Hello, log: (s: string) => void): Promise<PerfResult[]> {
   const p = hello.params;
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = isSend ? undefined : new Control(s);
@@ -128,8 +197,7 @@ export async function perfServe(
   if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(buf, 1);
   // send_bw / send_lat: receive buffers on the Send queue, replenished as they complete.
   const recvs: Uint8Array[] = [];
-  if (isSend)
-    for (let i = 0; i < SEND_CREDIT_BATCH * 2; i++) recvs.push(new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
+  if (isSend) for (let i = 0; i < SEND_RECEIVES; i++) recvs.push(new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
   let stop = false;
   if (p.test === 'write_lat') {
     // Ping-pong by memory: a complete Write into our region is answered with a Write of the same size back.
@@ -151,10 +219,9 @@ export async function perfServe(
     for (;;) {
       const c = await s.recv();
       if (isResult(c.buffer, c.byteLength)) {
-        const text = new TextDecoder().decode(c.buffer.subarray(0, c.byteLength));
         stop = true;
         if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
-        const results = (JSON.parse(text) as { results: PerfResult[] }).results;
+        const results = checkResult(c.buffer.subarray(0, c.byteLength), p);
         await s.close().catch(() => {});
         return results;
       }
@@ -167,11 +234,15 @@ export async function perfServe(
       }
     }
   }
-  const done = await (ctl as Control).recv<{ type: 'result'; results: PerfResult[] }>();
-  stop = true;
-  log(`run finished: ${done.results.length} sizes`);
+  let results: PerfResult[];
+  try {
+    results = checkResult(await (ctl as Control).recv(), p);
+  } finally {
+    stop = true;
+  }
+  log(`run finished: ${results.length} sizes`);
   await s.close().catch(() => {});
-  return done.results;
+  return results;
 }
 
 /** Client side: runs every size and returns one result per size. */
@@ -198,19 +269,22 @@ export async function perfClient(
   const region = s.register(local, Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
   const hello: Hello = { type: 'hello', params: p, addr: region.addr.toString(), rkey: region.stag };
   let remote: { addr: bigint; rkey: number };
-  if (ctl) {
-    await ctl.send(hello);
-    const r = await ctl.recv<Ready>();
-    remote = { addr: BigInt(r.addr), rkey: r.rkey };
-  } else {
-    // Send tests: our receives carry the credits / echoes; the first one carries READY.
-    const rb = Array.from({ length: SEND_CREDIT_BATCH }, () => new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
-    for (const b of rb) s.postReceive(b);
-    await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(hello))] });
-    const c = await s.recv();
-    const r = JSON.parse(new TextDecoder().decode(c.buffer.subarray(0, c.byteLength))) as Ready;
-    s.postReceive(c.buffer);
-    remote = { addr: BigInt(r.addr), rkey: r.rkey };
+  try {
+    if (ctl) {
+      await ctl.send(hello);
+      remote = readReady(await ctl.recv());
+    } else {
+      // Send tests: our receives carry the credits / echoes; the first one carries READY.
+      const rb = Array.from({ length: SEND_CREDIT_BATCH }, () => new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
+      for (const b of rb) s.postReceive(b);
+      await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(hello))] });
+      const c = await s.recv();
+      remote = readReady(c.buffer.subarray(0, c.byteLength));
+      s.postReceive(c.buffer);
+    }
+  } catch (e) {
+    await s.closeWithin(CLOSE_WITHIN_MS);
+    throw e;
   }
   const results: PerfResult[] = [];
   // send_bw flow control: the server posted this many buffers and announces each batch it reposts.

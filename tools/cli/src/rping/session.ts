@@ -1,7 +1,13 @@
 /** Promise-shaped access to one RDMAP stream's completions, for tools that run a protocol step by step. */
 import { Access, StagTable } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
-import { type RdmapOperation, RdmapStream, type ReceiveCompletion, type SendCompletion } from '@rddp/rdmap';
+import {
+  RdmaErrorType,
+  type RdmapOperation,
+  RdmapStream,
+  type ReceiveCompletion,
+  type SendCompletion,
+} from '@rddp/rdmap';
 
 export { Access };
 
@@ -103,5 +109,34 @@ export class RdmaSession {
 
   close(): Promise<void> {
     return this.rdmap.close();
+  }
+
+  /** ULP Graceful Termination (RFC 5040 §6.2), bounded: past `ms` the LLP connection is aborted. */
+  closeWithin(ms: number): Promise<void> {
+    this.close().catch(() => {});
+    return this.settle(ms);
+  }
+
+  /**
+   * RDMAP Abortive Termination asked for by the ULP (RFC 5040 §6.2.1): a Terminate, outstanding work
+   * Completed in error, the LLP closed gracefully; aborted if that takes over `ms`.
+   */
+  terminate(ms: number): Promise<void> {
+    // RFC 5040 §7.2: the peer's message was unacceptable to the ULP — Remote Operation Error, Unspecified.
+    this.rdmap.terminate({ errorType: RdmaErrorType.RemoteOperation, errorCode: 0xff });
+    return this.settle(ms);
+  }
+
+  private settle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.connection.abort();
+        resolve();
+      }, ms);
+      this.rdmap.closed$.subscribe(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
   }
 }

@@ -1,0 +1,30 @@
+/** `rddp perf`'s typed errors: one class per condition, each with a stable `code`. */
+
+export abstract class PerfError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Server side: a client's HELLO asked for what this server does not serve (schema or limits). */
+export class PerfHelloRefusedError extends PerfError {
+  readonly code = 'ERR_PERF_HELLO_REFUSED';
+  constructor(readonly reason: string) {
+    super(`refused a client's HELLO: ${reason}`);
+  }
+}
+
+/** Client side: the server answered HELLO with REFUSED. */
+export class PerfServerRefusedError extends PerfError {
+  readonly code = 'ERR_PERF_SERVER_REFUSED';
+  constructor(readonly reason: string) {
+    super(`server refused: ${reason}`);
+  }
+}
+
+/** A control message (READY, RESULT) that is not what the protocol carries at that point. */
+export class PerfBadMessageError extends PerfError {
+  readonly code = 'ERR_PERF_BAD_MESSAGE';
+}

@@ -1,0 +1,192 @@
+/**
+ * The perf server's checks of what a client sends it: HELLO against server-side limits (the client picks
+ * sizes, the server allocates them), RESULT against the HELLO it answers. Anything else is refused.
+ */
+
+import { PERF_TESTS, type PerfParams, type PerfResult, type PerfTest } from './engine.js';
+import { PerfBadMessageError, PerfHelloRefusedError } from './errors.js';
+
+/** What a server lets one client ask for. */
+export interface PerfServerLimits {
+  /** Largest message size (perftest's `-a` goes to 8 MiB). */
+  readonly maxSize: number;
+  /** Octets of buffers clients may make this server hold at once, all streams and connections together. */
+  readonly maxMemory: number;
+}
+
+export const PERF_DEFAULT_MAX_SIZE = 8 << 20;
+/** Room for any one-stream run (send_bw -a: 8 MiB + 32 receive buffers of 8 MiB = 264 MiB). */
+export const PERF_DEFAULT_MAX_MEMORY = 512 << 20;
+export const PERF_DEFAULT_LIMITS: PerfServerLimits = {
+  maxSize: PERF_DEFAULT_MAX_SIZE,
+  maxMemory: PERF_DEFAULT_MAX_MEMORY,
+};
+/** Bounds no flag changes: the client's own flag ranges. */
+export const PERF_MAX_SIZES = 64;
+export const PERF_MAX_ITERS = 1e9;
+export const PERF_MAX_DURATION_S = 3600;
+export const PERF_MAX_TX_DEPTH = 4096;
+/** The largest control message (HELLO, READY, RESULT, REFUSED) and each control receive buffer. */
+export const CONTROL_SIZE = 64 * 1024;
+/** Receive buffers the server posts for the Send tests. */
+export const SEND_CREDIT_BATCH = 16;
+export const SEND_RECEIVES = SEND_CREDIT_BATCH * 2;
+const MAX_TO = 2n ** 64n - 1n;
+
+export interface Hello {
+  type: 'hello';
+  params: PerfParams;
+  /** Client's own region (latency tests: the server writes back into it), a decimal Tagged Offset. */
+  addr: string;
+  rkey: number;
+}
+
+/** Octets the server allocates for one stream serving `p` (besides the HELLO buffer). */
+export function serverMemory(p: PerfParams): number {
+  const size = Math.max(...p.sizes, 1);
+  const isSend = p.test === 'send_bw' || p.test === 'send_lat';
+  return size + (isSend ? SEND_RECEIVES * Math.max(CONTROL_SIZE, size) : 4 * CONTROL_SIZE);
+}
+
+/** The server's running total of what its clients hold (PerfServerLimits.maxMemory). */
+export class MemoryBudget {
+  private used = 0;
+  constructor(readonly limit: number) {}
+  get inUse(): number {
+    return this.used;
+  }
+  reserve(n: number): boolean {
+    if (this.used + n > this.limit) return false;
+    this.used += n;
+    return true;
+  }
+  release(n: number): void {
+    this.used = Math.max(0, this.used - n);
+  }
+}
+
+/** A client value quoted in a reason, cut short: reasons go back on the wire and to the log. */
+function q(v: unknown): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 40 ? `${s.slice(0, 37)}...` : s;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function integer(name: string, v: unknown, min: number, max: number, limitName?: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw new PerfHelloRefusedError(`${name} ${q(v)} is not an integer`);
+  if (v < min) throw new PerfHelloRefusedError(`${name} ${v} is under ${min}`);
+  if (v > max) throw new PerfHelloRefusedError(`${name} ${v} is over this server's ${limitName ?? ''}${max}`.trim());
+  return v;
+}
+
+/**
+ * Parses and checks a HELLO (its UTF-8 JSON octets); throws PerfHelloRefusedError with the reason the
+ * client is told. `test`: the test this server runs (perftest's ends run the same test).
+ */
+export function checkHello(
+  octets: Uint8Array,
+  limits: PerfServerLimits,
+  test: PerfTest | undefined,
+  profile: 'ietf' | 'rdmac',
+): Hello {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(octets));
+  } catch {
+    throw new PerfHelloRefusedError(`HELLO of ${octets.length} octets is not JSON`);
+  }
+  if (!isObject(msg) || msg.type !== 'hello') throw new PerfHelloRefusedError('the first message is not a HELLO');
+  const p = msg.params;
+  if (!isObject(p)) throw new PerfHelloRefusedError('HELLO without params');
+  if (typeof p.test !== 'string' || !(PERF_TESTS as readonly string[]).includes(p.test))
+    throw new PerfHelloRefusedError(`unknown test ${q(p.test)}`);
+  if (test !== undefined && p.test !== test) throw new PerfHelloRefusedError(`this server runs ${test}, not ${p.test}`);
+  if (p.test.startsWith('atomic') && profile !== 'ietf')
+    throw new PerfHelloRefusedError('the RFC 7306 atomics are not on the RDMA Consortium profile');
+  if (!Array.isArray(p.sizes) || p.sizes.length === 0)
+    throw new PerfHelloRefusedError('sizes is not a non-empty array');
+  if (p.sizes.length > PERF_MAX_SIZES)
+    throw new PerfHelloRefusedError(`${p.sizes.length} sizes, over this server's ${PERF_MAX_SIZES}`);
+  const sizes = p.sizes.map((s, i) => integer(`sizes[${i}]`, s, 1, limits.maxSize, '--max-size '));
+  const iters = integer('iters', p.iters, 1, PERF_MAX_ITERS);
+  const durationS = p.durationS === undefined ? undefined : integer('durationS', p.durationS, 1, PERF_MAX_DURATION_S);
+  const txDepth = integer('txDepth', p.txDepth, 1, PERF_MAX_TX_DEPTH);
+  if (typeof p.verify !== 'boolean') throw new PerfHelloRefusedError(`verify ${q(p.verify)} is not a boolean`);
+  if (typeof msg.addr !== 'string' || !/^\d{1,20}$/.test(msg.addr) || BigInt(msg.addr) > MAX_TO)
+    throw new PerfHelloRefusedError(`addr ${q(msg.addr)} is not a 64-bit Tagged Offset`);
+  const rkey = integer('rkey', msg.rkey, 0, 0xffff_ffff);
+  const params: PerfParams = {
+    test: p.test as PerfTest,
+    sizes,
+    iters,
+    ...(durationS !== undefined ? { durationS } : {}),
+    txDepth,
+    verify: p.verify,
+  };
+  const need = serverMemory(params);
+  if (need > limits.maxMemory)
+    throw new PerfHelloRefusedError(
+      `${p.test} of ${Math.max(...sizes)} octets needs ${need} octets of buffers, over this server's --max-memory ${limits.maxMemory}`,
+    );
+  return { type: 'hello', params, addr: msg.addr, rkey };
+}
+
+/** A number or JSON's null (NaN, Infinity) as a number. */
+function num(v: unknown): number {
+  if (v === null) return Number.NaN;
+  if (typeof v !== 'number') throw new PerfBadMessageError(`RESULT holds ${q(v)} where a number belongs`);
+  return v;
+}
+
+/** Parses and checks the client's RESULT for the run `p` asked for: one result per size. */
+export function checkResult(octets: Uint8Array, p: PerfParams): PerfResult[] {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(new TextDecoder().decode(octets));
+  } catch {
+    throw new PerfBadMessageError(`RESULT of ${octets.length} octets is not JSON`);
+  }
+  const expected = p.test.startsWith('atomic') ? 1 : p.sizes.length;
+  if (!isObject(msg) || msg.type !== 'result' || !Array.isArray(msg.results) || msg.results.length !== expected)
+    throw new PerfBadMessageError(`not a RESULT of ${expected} sizes`);
+  return msg.results.map((r: unknown): PerfResult => {
+    if (!isObject(r) || !isObject(r.row) || typeof r.verified !== 'boolean')
+      throw new PerfBadMessageError('a RESULT row is not an object');
+    const row = r.row;
+    const bytes = num(row.bytes);
+    const iterations = num(row.iterations);
+    if (r.kind === 'bw')
+      return {
+        kind: 'bw',
+        verified: r.verified,
+        row: {
+          bytes,
+          iterations,
+          peakMBps: num(row.peakMBps),
+          avgMBps: num(row.avgMBps),
+          msgRateMpps: num(row.msgRateMpps),
+        },
+      };
+    if (r.kind === 'lat' && isObject(row.lat))
+      return {
+        kind: 'lat',
+        verified: r.verified,
+        row: {
+          bytes,
+          iterations,
+          lat: {
+            min: num(row.lat.min),
+            median: num(row.lat.median),
+            p99: num(row.lat.p99),
+            max: num(row.lat.max),
+            avg: num(row.lat.avg),
+          },
+        },
+      };
+    throw new PerfBadMessageError(`RESULT row of kind ${q(r.kind)}`);
+  });
+}

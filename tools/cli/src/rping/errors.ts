@@ -1,0 +1,28 @@
+/** `rddp rping`'s typed errors: one class per condition, each with a stable `code`. */
+
+export abstract class RpingError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A buffer advertisement that is not rping's 16-octet struct rping_rdma_info (rping.c: "bogus data"). */
+export class RpingBogusDataError extends RpingError {
+  readonly code = 'ERR_RPING_BOGUS_DATA';
+  constructor(readonly byteLength: number) {
+    super(`Received bogus data, size ${byteLength}`);
+  }
+}
+
+/** An advertised buffer larger than this server follows a client to. */
+export class RpingAdvertisementTooLargeError extends RpingError {
+  readonly code = 'ERR_RPING_ADVERTISEMENT_TOO_LARGE';
+  constructor(
+    readonly size: number,
+    readonly max: number,
+  ) {
+    super(`client advertised ${size} octets, over this server's ${max}`);
+  }
+}
