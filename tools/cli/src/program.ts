@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerAttack } from './commands/attack.js';
 import { registerBench } from './commands/bench.js';
 import { registerDemo } from './commands/demo.js';
 import { registerFuzz } from './commands/fuzz.js';
@@ -26,5 +27,6 @@ export function buildProgram(): Command {
   registerFuzz(program);
   registerSctpExperiment(program);
   registerSoak(program);
+  registerAttack(program);
   return program;
 }

@@ -1,0 +1,237 @@
+/**
+ * `rddp attack` — a long-running server (in a process of its own) under one hostile peer at a time, with
+ * an honest client on the same transport throughout. Reports the server's RSS growth, its active handles
+ * before and after the attacker went, and the honest client's progress; fails (exit 1) when RSS grew past
+ * the budget, handles did not return to their baseline, or the honest client stalled.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { LlpConnection } from '@rddp/llp';
+import { udp } from '@rddp/llp-udp';
+import type { Command } from 'commander';
+import { ATTACKS, type Attack, attackNamed } from '../attack/attacks.js';
+import { runAttackTarget, type TargetPorts, type TargetStats } from '../attack/target.js';
+import { toolTransport, UsageError } from '../transports.js';
+import { rpingClient } from './rping.js';
+
+export interface AttackResult {
+  readonly attack: string;
+  readonly seconds: number;
+  readonly hostileUnits: number;
+  readonly rssBeforeMiB: number;
+  readonly rssPeakMiB: number;
+  readonly rssGrowthMiB: number;
+  readonly handlesBefore: number;
+  readonly handlesAfter: number;
+  readonly honestOps: number;
+  /** The longest time the honest client went without completing an operation while the attack ran. */
+  readonly honestLongestStallMs: number;
+  readonly honestErrors: number;
+  readonly ok: boolean;
+  readonly reasons: readonly string[];
+}
+
+const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
+
+class Target {
+  private waiters: ((s: TargetStats) => void)[] = [];
+  constructor(
+    readonly child: ChildProcess,
+    readonly ports: TargetPorts,
+  ) {
+    child.on('message', (m: { stats?: TargetStats }) => {
+      if (m.stats) for (const w of this.waiters.splice(0)) w(m.stats);
+    });
+  }
+  static async start(): Promise<Target> {
+    const child = fork(MAIN, ['attack-target'], {
+      execArgv: ['--expose-gc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const ports = await new Promise<TargetPorts>((resolve, reject) => {
+      child.once('message', (m: { ready?: TargetPorts }) =>
+        m.ready ? resolve(m.ready) : reject(new Error('bad hello')),
+      );
+      child.once('exit', (code) => reject(new Error(`the target exited with ${code} before it was ready`)));
+    });
+    return new Target(child, ports);
+  }
+  stats(): Promise<TargetStats> {
+    return new Promise((resolve, reject) => {
+      if (!this.child.connected) return reject(new Error('the target process is gone'));
+      this.waiters.push(resolve);
+      this.child.send('stats');
+    });
+  }
+  stop(): void {
+    if (this.child.connected) this.child.disconnect();
+    setTimeout(() => this.child.kill('SIGKILL'), 2000).unref();
+  }
+}
+
+/** An honest client on `transport` until `signal` aborts: rping sessions of 20 pings, or a UDP echo. */
+function honestClient(
+  transport: Attack['transport'],
+  ports: TargetPorts,
+  signal: AbortSignal,
+): { ops(): number; lastOpAt(): number; errors(): number; done: Promise<void> } {
+  let ops = 0;
+  let errors = 0;
+  let last = performance.now();
+  const op = () => {
+    ops++;
+    last = performance.now();
+  };
+  const rping = async (name: 'tcp' | 'sctp', port: number) => {
+    const tt = toolTransport({ transport: name, crc: true });
+    while (!signal.aborted) {
+      try {
+        const conn = await tt.transport.connect(
+          { host: '127.0.0.1', port },
+          { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
+        );
+        await rpingClient(
+          conn,
+          tt,
+          { count: 20, size: 1024, verbose: false, validate: true },
+          { log: () => {}, debug: (m) => (m.includes('source read') ? op() : undefined) },
+        );
+      } catch {
+        if (!signal.aborted) errors++;
+        await sleep(100);
+      }
+    }
+  };
+  const echo = async () => {
+    const conn: LlpConnection = await udp().connect({ host: '127.0.0.1', port: ports.udp }, {});
+    const s = conn.streams[0];
+    if (!s) throw new Error('no UDP LLP stream');
+    let answered: (() => void) | undefined;
+    s.setReceiver(() => answered?.());
+    const msg = new Uint8Array(64).fill(0x61);
+    while (!signal.aborted) {
+      const got = new Promise<void>((resolve) => (answered = resolve));
+      s.send([msg]);
+      const ok = await Promise.race([got.then(() => true), sleep(1000).then(() => false)]);
+      if (ok) op();
+      else errors++;
+      await sleep(5);
+    }
+    conn.abort();
+  };
+  const done =
+    transport === 'udp'
+      ? echo().catch(() => void errors++)
+      : rping(transport, transport === 'tcp' ? ports.tcp : ports.sctp);
+  return { ops: () => ops, lastOpAt: () => last, errors: () => errors, done };
+}
+
+export async function runAttack(
+  attack: Attack,
+  o: { seconds: number; budgetMiB: number; settleSeconds: number },
+  log: (s: string) => void,
+): Promise<AttackResult> {
+  const target = await Target.start();
+  const stopHonest = new AbortController();
+  try {
+    const honest = honestClient(attack.transport, target.ports, stopHonest.signal);
+    await sleep(2000); // warm-up: the honest connection is up and its handles counted
+    const before = await target.stats();
+    const stopAttack = new AbortController();
+    const running = attack.run(target.ports, stopAttack.signal);
+    const t0 = performance.now();
+    let peak = before.rss;
+    let longestStall = 0;
+    while (performance.now() - t0 < o.seconds * 1000) {
+      await sleep(1000);
+      const s = await target.stats();
+      peak = Math.max(peak, s.rss);
+      longestStall = Math.max(longestStall, performance.now() - honest.lastOpAt());
+      log(
+        `${attack.name}: ${Math.round((performance.now() - t0) / 1000)} s  RSS ${(s.rss / 2 ** 20).toFixed(1)} MiB  heap ${(s.heapUsed / 2 ** 20).toFixed(1)} MiB  handles ${s.handles}  honest ops ${honest.ops()}`,
+      );
+    }
+    stopAttack.abort();
+    const units = await running;
+    // The attacker has gone: every handle it caused must go too (close timers run out within ~10 s).
+    let after = await target.stats();
+    const t1 = performance.now();
+    while (after.handles > before.handles && performance.now() - t1 < o.settleSeconds * 1000) {
+      await sleep(500);
+      after = await target.stats();
+    }
+    const honestOps = honest.ops();
+    stopHonest.abort();
+    const growth = (peak - before.rss) / 2 ** 20;
+    const reasons: string[] = [];
+    if (growth > o.budgetMiB) reasons.push(`RSS grew ${growth.toFixed(1)} MiB (budget ${o.budgetMiB})`);
+    if (after.handles > before.handles) reasons.push(`handles ${before.handles} → ${after.handles}`);
+    if (honestOps === 0) reasons.push('the honest client completed nothing');
+    if (honest.errors() > 0) reasons.push(`the honest client failed ${honest.errors()} times`);
+    if (longestStall > 10_000) reasons.push(`the honest client stalled ${Math.round(longestStall)} ms`);
+    return {
+      attack: attack.name,
+      seconds: o.seconds,
+      hostileUnits: units,
+      rssBeforeMiB: before.rss / 2 ** 20,
+      rssPeakMiB: peak / 2 ** 20,
+      rssGrowthMiB: growth,
+      handlesBefore: before.handles,
+      handlesAfter: after.handles,
+      honestOps,
+      honestLongestStallMs: Math.round(longestStall),
+      honestErrors: honest.errors(),
+      ok: reasons.length === 0,
+      reasons,
+    };
+  } finally {
+    stopHonest.abort();
+    target.stop();
+  }
+}
+
+export function registerAttack(program: Command): void {
+  program
+    .command('attack')
+    .description(
+      'put a long-running server (its own process) under a hostile peer, with an honest client throughout; checks RSS, handles and the honest client',
+    )
+    .argument('[names...]', `attacks to run (default all): ${ATTACKS.map((a) => a.name).join(', ')}`)
+    .option('--seconds <n>', 'how long each attack runs', '60')
+    .option('--budget <MiB>', 'allowed RSS growth of the server', '32')
+    .option('--settle <n>', 'seconds allowed for handles to return to the baseline after the attacker left', '15')
+    .option('--json', 'one JSON object per attack instead of the table')
+    .action(async (names: string[], opts: { seconds: string; budget: string; settle: string; json?: boolean }) => {
+      const seconds = Number(opts.seconds);
+      const budgetMiB = Number(opts.budget);
+      const settleSeconds = Number(opts.settle);
+      if (!(seconds > 0) || !(budgetMiB > 0) || !(settleSeconds >= 0))
+        throw new UsageError('--seconds, --budget and --settle must be positive numbers');
+      const chosen = names.length === 0 ? ATTACKS : names.map((n) => attackNamed(n));
+      const unknown = names.filter((_, i) => chosen[i] === undefined);
+      if (unknown.length > 0)
+        throw new UsageError(`unknown attack ${unknown.join(', ')} (one of: ${ATTACKS.map((a) => a.name).join(', ')})`);
+      const results: AttackResult[] = [];
+      for (const a of chosen as Attack[]) {
+        const r = await runAttack(a, { seconds, budgetMiB, settleSeconds }, (s) =>
+          opts.json ? undefined : process.stderr.write(`${s}\n`),
+        );
+        results.push(r);
+        if (opts.json) console.log(JSON.stringify(r));
+      }
+      if (!opts.json) {
+        console.log(
+          'attack          s  hostile  RSS before  growth  handles  honest ops  longest stall  verdict\n' +
+            results
+              .map(
+                (r) =>
+                  `${r.attack.padEnd(14)} ${String(r.seconds).padStart(3)} ${String(r.hostileUnits).padStart(8)} ${r.rssBeforeMiB.toFixed(1).padStart(8)} MiB ${r.rssGrowthMiB.toFixed(1).padStart(6)} ${`${r.handlesBefore}→${r.handlesAfter}`.padStart(8)} ${String(r.honestOps).padStart(11)} ${`${r.honestLongestStallMs} ms`.padStart(14)}  ${r.ok ? 'ok' : `FAIL: ${r.reasons.join('; ')}`}`,
+              )
+              .join('\n'),
+        );
+      }
+      if (results.some((r) => !r.ok)) process.exitCode = 1;
+    });
+  program.command('attack-target', { hidden: true }).action(() => runAttackTarget());
+}
