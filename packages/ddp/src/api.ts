@@ -196,6 +196,12 @@ export interface DdpStreamOptions {
    * callback to stay below it. Default 1024.
    */
   readonly maxSendQueue?: number;
+  /**
+   * Untagged messages the LLP exchanged for the ULP at setup, by QN (`LlpSetupInfo.startupMessages`):
+   * each one sent moves that queue's first outgoing MSN on by one, each one received its first expected
+   * MSN (RFC 5041 §5.1.2 counts every message on a queue from 1).
+   */
+  readonly startupMessages?: { readonly sent: readonly number[]; readonly received: readonly number[] };
 }
 
 /** STag table surface DDP needs (implemented by `StagTable`). */

@@ -38,7 +38,13 @@ export class UntaggedQueue {
   /** MSN the next posted buffer gets. */
   private nextMsn = 1;
 
-  constructor(readonly qn: number) {}
+  constructor(
+    readonly qn: number,
+    /** MSN of the first message this queue takes: 1, or later when the LLP took some at setup. */
+    firstMsn = 1,
+  ) {
+    this.baseMsn = this.nextMsn = firstMsn >>> 0;
+  }
 
   /** Buffers posted and not completed. */
   get posted(): number {

@@ -52,6 +52,8 @@ export interface ReceiverOptions {
   readonly pdId: number;
   readonly stags: StagTableApi;
   readonly queues: number;
+  /** QNs of untagged messages the LLP received for the ULP at setup (each moves that queue's first MSN on). */
+  readonly startupReceived?: readonly number[];
   /** The LLP delivers in order (RFC 5041 §3): then MO must continue exactly where the last segment ended. */
   readonly ordered: boolean;
   /** The LLP is reliable: a segment for an already completed message is a §7.1 error (otherwise a duplicate, dropped). */
@@ -103,7 +105,10 @@ export class Receiver {
     private readonly o: ReceiverOptions,
     private readonly out: ReceiverSinks,
   ) {
-    this.queues = Array.from({ length: o.queues }, (_, qn) => new UntaggedQueue(qn));
+    this.queues = Array.from(
+      { length: o.queues },
+      (_, qn) => new UntaggedQueue(qn, 1 + (o.startupReceived?.filter((q) => q === qn).length ?? 0)),
+    );
   }
 
   /** Reliable and ordered (RFC 5041 §3, DDPP core draft §3.1): MO must continue exactly where the last segment ended. */

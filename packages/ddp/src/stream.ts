@@ -66,6 +66,7 @@ export class DdpStream implements DdpStreamApi {
     if (!Number.isInteger(queues) || queues < 1)
       throw new DdpInvalidArgumentError(`queues must be a positive integer, got ${queues}`);
     this.nextMsn = new Array<number>(queues).fill(1); // §5.1.2: MSN starts at 1 on every queue
+    for (const qn of options.startupMessages?.sent ?? []) this.nextMsnFor(qn); // ...the LLP sent the first ones
     const maxSendQueue = options.maxSendQueue ?? 1024;
     if (!Number.isInteger(maxSendQueue) || maxSendQueue < 1)
       throw new DdpInvalidArgumentError(`maxSendQueue must be a positive integer, got ${maxSendQueue}`);
@@ -77,6 +78,7 @@ export class DdpStream implements DdpStreamApi {
         pdId: options.pdId,
         stags: options.stags,
         queues,
+        ...(options.startupMessages ? { startupReceived: options.startupMessages.received } : {}),
         ordered: caps?.ordered ?? true,
         reliable: caps?.reliable ?? true,
         ulpCheck: options.ulpCheck,

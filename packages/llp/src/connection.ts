@@ -21,6 +21,17 @@ export interface LlpSetupInfo {
   readonly localPrivateData: Uint8Array;
   readonly remotePrivateData: Uint8Array;
   readonly negotiated: LlpParams;
+  /**
+   * Where the LLP exchanged them (RFC 6581): this end's IRD as it announced it, and its ORD as the peer's
+   * IRD allows. RDMAP enforces exactly these.
+   */
+  readonly readLimits?: { readonly ird: number; readonly ord: number };
+  /**
+   * Untagged DDP messages the LLP itself sent or received during setup, by QN, in order (RFC 6581: a Send
+   * RTR is a Send on QN 0, a Read RTR a Read Request on QN 1, MSN 1): DDP's MSNs on those queues continue
+   * after them in that direction.
+   */
+  readonly startupMessages?: { readonly sent: readonly number[]; readonly received: readonly number[] };
 }
 
 /** One LLP connection, carrying one or more LLP streams. */

@@ -36,6 +36,7 @@ export {
   type RdmapStagTable,
   RdmapStream,
   type RdmapStreamOptions,
+  rdmapOptionsFromSetup,
   terminateStatus,
 } from './stream.js';
 export * from './terminate.js';

@@ -16,7 +16,7 @@ import {
   type StagTableApi,
   UntaggedErrorCode,
 } from '@rddp/ddp';
-import type { LlpStream } from '@rddp/llp';
+import type { LlpSetupInfo, LlpStream } from '@rddp/llp';
 import { BehaviorSubject, type Observable, ReplaySubject, Subject } from 'rxjs';
 import {
   ACCESS_REMOTE_ATOMIC,
@@ -119,6 +119,27 @@ export interface RdmapStreamOptions {
    * throws `RdmapExtensionDisabledError`. IETF profile only (they extend RDMAP Version 1).
    */
   readonly extensions?: RdmapExtensions;
+  /**
+   * Receive buffers for QN 0 posted before the LLP releases its first ULPDU (the rdma_cm order: a queue
+   * pair takes receives before it is connected). Receives posted synchronously right after the
+   * constructor are in time too: the first ULPDU is released one microtask later.
+   */
+  readonly receives?: readonly { readonly buffer: Uint8Array; readonly receiveId?: unknown }[];
+  /** Untagged messages the LLP exchanged at setup (`LlpSetupInfo.startupMessages`, RFC 6581 RTRs). */
+  readonly startupMessages?: { readonly sent: readonly number[]; readonly received: readonly number[] };
+}
+
+/**
+ * RDMAP options an LLP connection's setup decides (RFC 6581): IRD/ORD as announced, and the MSNs its RTR
+ * used. Spread them over the application's own: `{ ird: 8, ord: 8, ...rdmapOptionsFromSetup(c.setup) }`.
+ */
+export function rdmapOptionsFromSetup(
+  setup: LlpSetupInfo,
+): Pick<RdmapStreamOptions, 'ird' | 'ord' | 'startupMessages'> {
+  return {
+    ...(setup.readLimits ? { ird: setup.readLimits.ird, ord: setup.readLimits.ord } : {}),
+    ...(setup.startupMessages ? { startupMessages: setup.startupMessages } : {}),
+  };
 }
 
 /** Which RFC 7306 extensions a stream uses. */
@@ -239,6 +260,7 @@ export class RdmapStream {
       onResponseSent: (p) => this.onResponseSent(p),
       maybeIdle: () => this.maybeCloseLlp(),
       emitCompletion: (c) => this.emitSend(c),
+      startupSent: options.startupMessages?.sent ?? [],
     });
     const queues = this.extensions.atomics ? RDMAP_EXTENDED_QUEUE_COUNT : RDMAP_QUEUE_COUNT;
     this.rx = new Receiver({
@@ -273,6 +295,7 @@ export class RdmapStream {
       ulpCheck: this.rx.ulpCheck,
       ulpTaggedFastCheck: this.rx.taggedFastCheck,
       ...(options.llpCapabilities ? { llpCapabilities: options.llpCapabilities } : {}),
+      ...(options.startupMessages ? { startupMessages: options.startupMessages } : {}),
     };
     this.ddp = options.createDdp ? options.createDdp(this.llp, ddpOptions) : new DdpStream(this.llp, ddpOptions);
     if (this.ddp.profile !== this.profile)
@@ -298,7 +321,9 @@ export class RdmapStream {
         new LlpFailedError(`LLP receive error: ${e.error.message}`, { cause: e.error }),
       ),
     );
-    this.llp.start();
+    for (const r of options.receives ?? []) this.postReceive(r.buffer, r.receiveId);
+    // The first ULPDU goes to DDP once the caller has had its turn to post receives (RFC 5040 §6.1).
+    queueMicrotask(() => this.llp.start());
   }
 
   get state(): RdmapStreamState {

@@ -56,6 +56,8 @@ export interface TxHost {
   /** A Response finished sending: a graceful close may be able to go on. */
   maybeIdle(): void;
   emitCompletion(c: SendCompletion): void;
+  /** QNs of untagged messages the LLP sent at setup (RFC 6581 RTRs): MSNs on those queues continue after them. */
+  readonly startupSent: readonly number[];
 }
 
 /** Runs a DDP send; a synchronous throw becomes a rejected promise so every failure takes one path. */
@@ -93,7 +95,9 @@ export class Transmitter {
   /** The Request Identifier of the next Atomic Request (RFC 7306), 32 bits. */
   private nextRequestId = 1;
 
-  constructor(private readonly host: TxHost) {}
+  constructor(private readonly host: TxHost) {
+    for (const qn of host.startupSent) if (qn === 0 || qn === 1) this.takeMsn(qn);
+  }
 
   /** Requests posted and not yet completed. */
   get outstanding(): number {

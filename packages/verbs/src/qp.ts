@@ -16,6 +16,7 @@ import {
   type RdmapStreamState,
   type RdmapTerminateEvent,
   type ReceiveCompletion,
+  rdmapOptionsFromSetup,
   type SendCompletion,
 } from '@rddp/rdmap';
 import { BehaviorSubject, type Observable, ReplaySubject } from 'rxjs';
@@ -169,12 +170,17 @@ export class QueuePair {
     const stream = isConnection ? llp.streams[0] : llp;
     if (stream === undefined) throw new InvalidWorkRequestError('the LLP connection has no stream');
     const role = options.role ?? (isConnection ? llp.role : 'initiator');
+    // The rdma_cm order: receives posted in INIT, and IRD/ORD as the LLP announced them (RFC 6581), are in
+    // place before the first ULPDU reaches DDP.
+    const early = this.early.splice(0);
     const rdmap = new RdmapStream(stream, {
       profile: this.profile,
       pdId: this.pd.id,
       stags: this.pd.device.stags,
       ord: this.ord,
       ird: this.ird,
+      ...(isConnection ? rdmapOptionsFromSetup(llp.setup) : {}),
+      receives: early.map((r) => ({ buffer: r.buffer, receiveId: r })),
       role,
       ...(options.initiatorSendsFirst !== undefined ? { initiatorSendsFirst: options.initiatorSendsFirst } : {}),
       ...(options.extensions !== undefined ? { extensions: options.extensions } : {}),
@@ -195,7 +201,6 @@ export class QueuePair {
       this.closedSubject.complete();
       this.stateSubject.complete();
     });
-    for (const r of this.early.splice(0)) rdmap.postReceive(r.buffer, r);
   }
 
   /**

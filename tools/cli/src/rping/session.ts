@@ -6,6 +6,7 @@ import {
   type RdmapOperation,
   RdmapStream,
   type ReceiveCompletion,
+  rdmapOptionsFromSetup,
   type SendCompletion,
 } from '@rddp/rdmap';
 
@@ -44,6 +45,7 @@ export class RdmaSession {
       llpCapabilities: connection.capabilities,
       ...(options.ird !== undefined ? { ird: options.ird } : {}),
       ...(options.ord !== undefined ? { ord: options.ord } : {}),
+      ...rdmapOptionsFromSetup(connection.setup), // RFC 6581: what was announced is what is enforced
       ...(options.extensions ? { extensions: options.extensions } : {}),
     });
     this.rdmap.completions$.subscribe((c) => {
