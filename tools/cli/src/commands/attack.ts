@@ -1,8 +1,9 @@
 /**
  * `rddp attack` — a long-running server (in a process of its own) under one hostile peer at a time, with
- * an honest client on the same transport throughout. Reports the server's RSS growth, its active handles
- * before and after the attacker went, and the honest client's progress; fails (exit 1) when RSS grew past
- * the budget, handles did not return to their baseline, or the honest client stalled.
+ * an honest client on the same transport throughout. Reports the server's RSS and heap (after a full GC)
+ * while under attack, its active handles before and after the attacker went, and the honest client's
+ * progress; fails (exit 1) when RSS or heap grew past the budget during the attack, handles did not
+ * return to their baseline, or the honest client failed or stalled.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,7 +22,14 @@ export interface AttackResult {
   readonly hostileUnits: number;
   readonly rssBeforeMiB: number;
   readonly rssPeakMiB: number;
+  /** RSS in the first seconds of the attack against before it: the working set an attack rate needs. */
+  readonly rssStepMiB: number;
+  /**
+   * What the budget bounds: RSS at the end of the attack (median of its last fifth) against its first
+   * seconds (median of its first fifth after the step), and the heap after a full GC likewise.
+   */
   readonly rssGrowthMiB: number;
+  readonly heapGrowthMiB: number;
   readonly handlesBefore: number;
   readonly handlesAfter: number;
   readonly honestOps: number;
@@ -142,11 +150,13 @@ export async function runAttack(
     const running = attack.run(target.ports, stopAttack.signal);
     const t0 = performance.now();
     let peak = before.rss;
+    const samples: TargetStats[] = [];
     let longestStall = 0;
     while (performance.now() - t0 < o.seconds * 1000) {
       await sleep(1000);
       const s = await target.stats();
       peak = Math.max(peak, s.rss);
+      samples.push(s);
       longestStall = Math.max(longestStall, performance.now() - honest.lastOpAt());
       log(
         `${attack.name}: ${Math.round((performance.now() - t0) / 1000)} s  RSS ${(s.rss / 2 ** 20).toFixed(1)} MiB  heap ${(s.heapUsed / 2 ** 20).toFixed(1)} MiB  handles ${s.handles}  honest ops ${honest.ops()}`,
@@ -163,9 +173,17 @@ export async function runAttack(
     }
     const honestOps = honest.ops();
     stopHonest.abort();
-    const growth = (peak - before.rss) / 2 ** 20;
+    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+    const fifth = Math.max(1, Math.floor(samples.length / 5));
+    const early = samples.slice(0, fifth);
+    const late = samples.slice(-fifth);
+    const mib = (x: number) => x / 2 ** 20;
+    const step = mib(med(early.map((x) => x.rss)) - before.rss);
+    const growth = mib(med(late.map((x) => x.rss)) - med(early.map((x) => x.rss)));
+    const heapGrowth = mib(med(late.map((x) => x.heapUsed)) - med(early.map((x) => x.heapUsed)));
     const reasons: string[] = [];
     if (growth > o.budgetMiB) reasons.push(`RSS grew ${growth.toFixed(1)} MiB (budget ${o.budgetMiB})`);
+    if (heapGrowth > o.budgetMiB) reasons.push(`the heap grew ${heapGrowth.toFixed(1)} MiB (budget ${o.budgetMiB})`);
     if (after.handles > before.handles) reasons.push(`handles ${before.handles} → ${after.handles}`);
     if (honestOps === 0) reasons.push('the honest client completed nothing');
     if (honest.errors() > 0) reasons.push(`the honest client failed ${honest.errors()} times`);
@@ -176,7 +194,9 @@ export async function runAttack(
       hostileUnits: units,
       rssBeforeMiB: before.rss / 2 ** 20,
       rssPeakMiB: peak / 2 ** 20,
+      rssStepMiB: step,
       rssGrowthMiB: growth,
+      heapGrowthMiB: heapGrowth,
       handlesBefore: before.handles,
       handlesAfter: after.handles,
       honestOps,
@@ -222,11 +242,11 @@ export function registerAttack(program: Command): void {
       }
       if (!opts.json) {
         console.log(
-          'attack          s  hostile  RSS before  growth  handles  honest ops  longest stall  verdict\n' +
+          'attack               s   hostile  RSS before    step  growth  heap growth  handles  honest ops  longest stall  verdict\n' +
             results
               .map(
                 (r) =>
-                  `${r.attack.padEnd(14)} ${String(r.seconds).padStart(3)} ${String(r.hostileUnits).padStart(8)} ${r.rssBeforeMiB.toFixed(1).padStart(8)} MiB ${r.rssGrowthMiB.toFixed(1).padStart(6)} ${`${r.handlesBefore}→${r.handlesAfter}`.padStart(8)} ${String(r.honestOps).padStart(11)} ${`${r.honestLongestStallMs} ms`.padStart(14)}  ${r.ok ? 'ok' : `FAIL: ${r.reasons.join('; ')}`}`,
+                  `${r.attack.padEnd(18)} ${String(r.seconds).padStart(3)} ${String(r.hostileUnits).padStart(9)} ${r.rssBeforeMiB.toFixed(1).padStart(6)} MiB ${r.rssStepMiB.toFixed(1).padStart(7)} ${r.rssGrowthMiB.toFixed(1).padStart(7)} ${r.heapGrowthMiB.toFixed(1).padStart(12)} ${`${r.handlesBefore}→${r.handlesAfter}`.padStart(8)} ${String(r.honestOps).padStart(11)} ${`${r.honestLongestStallMs} ms`.padStart(14)}  ${r.ok ? 'ok' : `FAIL: ${r.reasons.join('; ')}`}`,
               )
               .join('\n'),
         );
