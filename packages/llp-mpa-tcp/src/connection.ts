@@ -46,6 +46,9 @@ export interface MpaConnectionInit {
   readonly inlineThreshold?: number;
   readonly keepAliveMs?: number;
   readonly idleTimeoutMs?: number;
+  readonly fpduTimeoutMs?: number;
+  readonly maxUlpduLength?: number;
+  readonly tolerateEarlyResponderFpdu?: boolean;
   readonly logger: LlpLogger;
 }
 
@@ -67,10 +70,21 @@ export class MpaTcpConnection implements LlpConnection {
     this.localAddress = { host: s.localAddress ?? '', port: s.localPort ?? 0 };
     this.remoteAddress = { host: s.remoteAddress ?? '', port: s.remotePort ?? 0 };
     this.capabilities = mpaCapabilities(init.negotiated);
+    const n = init.negotiated;
+    // RFC 6581: IRD/ORD as exchanged; a Send RTR is a Send on QN 0 and a Read RTR a Read Request on QN 1
+    // (MSN 1) that this LLP sent or consumed for its ULP, so DDP's MSNs there start at 2 (docs/MPA.md).
+    const rtrQn = n.rtr === 'send' ? 0 : n.rtr === 'read' ? 1 : undefined;
     this.setup = {
       localPrivateData: init.localPrivateData,
       remotePrivateData: init.remotePrivateData,
-      negotiated: init.negotiated,
+      negotiated: n,
+      ...(n.enhanced && n.ird !== undefined && n.ord !== undefined ? { readLimits: { ird: n.ird, ord: n.ord } } : {}),
+      ...(rtrQn !== undefined
+        ? {
+            startupMessages:
+              init.role === 'initiator' ? { sent: [rtrQn], received: [] } : { sent: [], received: [rtrQn] },
+          }
+        : {}),
     };
     this.stream = new MpaTcpStream({
       socket: s,
@@ -83,6 +97,9 @@ export class MpaTcpConnection implements LlpConnection {
       ...(init.inlineThreshold !== undefined ? { inlineThreshold: init.inlineThreshold } : {}),
       ...(init.keepAliveMs !== undefined ? { keepAliveMs: init.keepAliveMs } : {}),
       ...(init.idleTimeoutMs !== undefined ? { idleTimeoutMs: init.idleTimeoutMs } : {}),
+      ...(init.fpduTimeoutMs !== undefined ? { fpduTimeoutMs: init.fpduTimeoutMs } : {}),
+      ...(init.maxUlpduLength !== undefined ? { maxUlpduLength: init.maxUlpduLength } : {}),
+      ...(init.tolerateEarlyResponderFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
       logger: init.logger,
       connectionId: this.id,
     });

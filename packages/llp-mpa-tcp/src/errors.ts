@@ -2,7 +2,7 @@
  * MPA's own errors. They extend the contract's classes, so layers above match them by `code`
  * (`ERR_LLP_PROTOCOL`, `ERR_LLP_DIGEST`) and may read the MPA detail when they care.
  */
-import { DigestError, LlpProtocolError } from '@rddp/llp';
+import { DigestError, type LlpError, LlpProtocolError, StreamClosedError } from '@rddp/llp';
 
 /**
  * The MPA error codes a Terminate would carry (Layer 2 = LLP, Error Type 0 = MPA): RFC 5044 §8
@@ -62,6 +62,24 @@ export class MpaCrcError extends DigestError {
       `MPA CRC mismatch: FPDU carries 0x${received.toString(16).padStart(8, '0')}, computed 0x${computed
         .toString(16)
         .padStart(8, '0')} (RFC 5044 §8 code 2)`,
+    );
+  }
+}
+
+/**
+ * An FPDU handed to `send` was held and then discarded: it never reached the wire. A Responder holds what
+ * it sends until the Initiator's first FPDU has arrived (RFC 5044 §7.1.2); if the connection ends first
+ * (a bad first FPDU, a close, the peer's FIN or RST), the `done` callback of each held `send` gets this
+ * error. Still `ERR_LLP_STREAM_CLOSED`; `notSent` (always true) and `heldBy` tell it apart from a write
+ * that failed at the socket, and `cause` is why the connection ended.
+ */
+export class MpaFpduNotSentError extends StreamClosedError {
+  readonly notSent = true;
+  readonly heldBy = 'RFC 5044 §7.1.2';
+  constructor(ended: LlpError) {
+    super(
+      `the FPDU was never sent: held until the initiator's first FPDU (RFC 5044 §7.1.2), then discarded (${ended.message})`,
+      { cause: ended },
     );
   }
 }

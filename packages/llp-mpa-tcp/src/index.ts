@@ -4,7 +4,7 @@
  */
 export { MpaTcpConnection, mpaCapabilities } from './connection.js';
 export { crc32c, crc32cBackend, crc32cRange, readCrc, writeCrc } from './crc.js';
-export { MpaCrcError, MpaErrorCode, MpaProtocolError, type MpaViolation } from './errors.js';
+export { MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError, type MpaViolation } from './errors.js';
 export {
   type ChunkSink,
   FpduReader,
@@ -56,7 +56,7 @@ export {
   type RtrType,
   resolveParams,
 } from './negotiation.js';
-export { emssFor, LOOPBACK_EMSS, type MpaTcpOptions } from './options.js';
+export { emssFor, LOOPBACK_EMSS, type MpaTcpOptions, ULPDU_LENGTH_FIELD_MAX } from './options.js';
 export { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
 export { MpaTcpStream } from './stream.js';
 export { MpaTcpTransport, mpaTcp } from './transport.js';

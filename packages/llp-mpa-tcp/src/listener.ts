@@ -263,6 +263,8 @@ export class MpaTcpListener implements LlpListener {
         inlineThreshold: this.options.inlineThreshold,
         keepAliveMs: this.options.keepAliveMs,
         idleTimeoutMs: this.options.idleTimeoutMs,
+        fpduTimeoutMs: this.options.fpduTimeoutMs,
+        maxUlpduLength: this.options.maxUlpduLength,
         logger: this.options.logger,
       });
       conn = c;

@@ -4,6 +4,19 @@
 import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
 import { INLINE_DEFAULT, INLINE_MAX } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
+
+/** Most a 16-bit ULPDU_Length can say (RFC 5044 §4.1): the ceiling of `maxUlpduLength`. */
+export const ULPDU_LENGTH_FIELD_MAX = 0xffff;
+
+function maxUlpduLength(v: unknown): number {
+  if (v === undefined) return MULPDU_MAX;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < MULPDU_MAX || v > ULPDU_LENGTH_FIELD_MAX)
+    throw new InvalidArgumentError(
+      `maxUlpduLength must be an integer ${MULPDU_MAX}..${ULPDU_LENGTH_FIELD_MAX} (RFC 5044 §3 and the 16-bit ULPDU_Length), got ${String(v)}`,
+    );
+  return v;
+}
+
 import {
   INITIATOR_DEFAULTS,
   type MpaParams,
@@ -44,6 +57,24 @@ export interface MpaTcpOptions {
    * (`LlpTimeoutError` on `closed$`). Default 0: off — idle queue pairs are normal in RDMA.
    */
   readonly idleTimeoutMs?: number;
+  /**
+   * Established connections: an FPDU the peer has begun must be complete within this many ms of its
+   * first octet, else the connection is reset (`LlpTimeoutError` on `closed$`): a peer that stops or
+   * drips in the middle of an FPDU cannot hold it open. Default 30 000; 0: off.
+   */
+  readonly fpduTimeoutMs?: number;
+  /**
+   * Largest ULPDU_Length accepted in a received FPDU. Default 64768, RFC 5044 §3's bound; up to 65535
+   * to interoperate with stacks that send longer ULPDUs (a deviation, docs/MPA.md). Receive only: what
+   * this side sends stays within its MULPDU (at most 64768).
+   */
+  readonly maxUlpduLength?: number;
+  /**
+   * Initiator: accept an FPDU from the Responder that arrives before this side sent its first FPDU —
+   * even in the TCP segment of the MPA Reply. RFC 5044 §7.1.2 forbids it, so by default the connection
+   * fails (`early-data`); some user-space stacks do it. Default false (a deviation, docs/MPA.md).
+   */
+  readonly tolerateEarlyResponderFpdu?: boolean;
   /** TCP_NODELAY (default true, as siw sets it): FPDUs leave without Nagle delay; corking batches them. */
   readonly noDelay?: boolean;
   /** Listener: most established connections at once; more are reset and reported (default 4096). */
@@ -69,6 +100,9 @@ export interface ResolvedTransportOptions {
   readonly inlineThreshold: number;
   readonly keepAliveMs: number;
   readonly idleTimeoutMs: number;
+  readonly fpduTimeoutMs: number;
+  readonly maxUlpduLength: number;
+  readonly tolerateEarlyResponderFpdu: boolean;
   readonly noDelay: boolean;
   readonly maxConnections: number;
   readonly maxPendingStartups: number;
@@ -108,6 +142,12 @@ function positive(name: string, v: unknown, fallback: number): number {
   return v;
 }
 
+function flag(name: string, v: unknown): boolean {
+  if (v === undefined) return false;
+  if (typeof v !== 'boolean') throw new InvalidArgumentError(`${name} must be a boolean, got ${String(v)}`);
+  return v;
+}
+
 export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTransportOptions {
   if (o.emss !== undefined && o.emss !== 'auto') positive('emss', o.emss, 0);
   if (o.mulpdu !== undefined && (!Number.isInteger(o.mulpdu) || o.mulpdu < MULPDU_MIN || o.mulpdu > MULPDU_MAX))
@@ -124,6 +164,9 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     inlineThreshold: inlineThreshold(o.inlineThreshold),
     keepAliveMs: nonNegative('keepAliveMs', o.keepAliveMs, 60_000),
     idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, 0),
+    fpduTimeoutMs: nonNegative('fpduTimeoutMs', o.fpduTimeoutMs, 30_000),
+    maxUlpduLength: maxUlpduLength(o.maxUlpduLength),
+    tolerateEarlyResponderFpdu: flag('tolerateEarlyResponderFpdu', o.tolerateEarlyResponderFpdu),
     noDelay: o.noDelay ?? true,
     maxConnections: positive('maxConnections', o.maxConnections, 4096),
     maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),

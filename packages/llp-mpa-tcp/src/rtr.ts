@@ -75,28 +75,55 @@ export type RtrCheck =
   | { readonly ok: true; readonly sinkStag?: number; readonly sinkTo?: Uint8Array }
   | { readonly ok: false; readonly reason: string };
 
-/** Checks that `ulpdu` is the zero-length RTR of `type` (RFC 6581). */
+const NAMES: Readonly<Record<RtrType, string>> = {
+  write: 'zero-length RDMA Write',
+  read: 'zero-length RDMA Read Request',
+  send: 'zero-length Send',
+};
+
+/**
+ * What is wrong with the control fields every RTR shares (RFC 5041 §4.2–4.3, RFC 5040 §4.1): the DDP
+ * header type (T), Last, DDP version 1, RDMAP version 1, the opcode; `null` when they are right.
+ */
+function controlProblem(u: Uint8Array, tagged: boolean, opcode: number): string | null {
+  const c0 = u[0] ?? 0;
+  const c1 = u[1] ?? 0;
+  if (((c0 & T) !== 0) !== tagged)
+    return `T=${(c0 & T) >>> 7} (${tagged ? 'a tagged' : 'an untagged'} message expected)`;
+  if ((c0 & L) === 0) return 'L=0 (a zero-length message is one DDP segment: L must be 1)';
+  if ((c0 & 0x03) !== 1) return `DDP version ${c0 & 0x03}, not 1 (RFC 5041 §4.2 DV)`;
+  if (c1 >>> 6 !== 1) return `RDMAP version ${c1 >>> 6}, not 1 (RFC 5040 §4.1 RV)`;
+  if ((c1 & 0x0f) !== opcode) return `RDMAP opcode ${c1 & 0x0f}, not ${opcode}`;
+  return null;
+}
+
+/**
+ * Checks that `ulpdu` is exactly the zero-length RTR of `type` (RFC 6581): DV 1, RV 1, L 1, the opcode
+ * negotiated; untagged ones on the right QN with MSN 1 and MO 0 (the queue's first message, RFC 5041
+ * §5.1); no payload, and a Read Request asking for 0 octets. STags and TOs are not looked at.
+ */
 export function checkRtr(ulpdu: Uint8Array, type: RtrType): RtrCheck {
   const n = ulpdu.byteLength;
-  const c0 = ulpdu[0] ?? 0;
-  const c1 = ulpdu[1] ?? 0;
-  const opcode = c1 & 0x0f;
-  const tagged = (c0 & T) !== 0;
-  const last = (c0 & L) !== 0;
-  if (type === 'write') {
-    if (n !== TAGGED_HEADER_LENGTH || !tagged || !last || opcode !== OP_WRITE)
-      return { ok: false, reason: `expected a zero-length RDMA Write RTR, got ${describe(ulpdu)}` };
-    return { ok: true };
-  }
-  if (type === 'read') {
-    if (n !== READ_REQUEST_LENGTH || tagged || !last || opcode !== OP_READ_REQUEST || rd32(ulpdu, 6) !== 1)
-      return { ok: false, reason: `expected a zero-length RDMA Read Request RTR, got ${describe(ulpdu)}` };
-    if (rd32(ulpdu, 30) !== 0) return { ok: false, reason: `RDMA Read RTR asks for ${rd32(ulpdu, 30)} octets, not 0` };
-    return { ok: true, sinkStag: rd32(ulpdu, 18), sinkTo: ulpdu.slice(22, 30) };
-  }
-  if (n !== UNTAGGED_HEADER_LENGTH || tagged || !last || opcode !== OP_SEND || rd32(ulpdu, 6) !== 0)
-    return { ok: false, reason: `expected a zero-length Send RTR, got ${describe(ulpdu)}` };
-  return { ok: true };
+  const bad = (why: string): RtrCheck => ({ ok: false, reason: `expected the ${NAMES[type]} RTR: ${why}` });
+  const size = type === 'write' ? TAGGED_HEADER_LENGTH : type === 'read' ? READ_REQUEST_LENGTH : UNTAGGED_HEADER_LENGTH;
+  if (n < 2) return bad(`got ${describe(ulpdu)}`);
+  const opcode = type === 'write' ? OP_WRITE : type === 'read' ? OP_READ_REQUEST : OP_SEND;
+  const problem = controlProblem(ulpdu, type === 'write', opcode);
+  if (problem) return bad(`${problem}, in ${describe(ulpdu)}`);
+  if (n !== size)
+    return bad(`${n - size > 0 ? `${n - size} octets of payload` : `${n} octets, too short`} (length must be zero)`);
+  if (type === 'write') return { ok: true };
+  const qn = rd32(ulpdu, 6);
+  const msn = rd32(ulpdu, 10);
+  const mo = rd32(ulpdu, 14);
+  const wantQn = type === 'read' ? 1 : 0;
+  if (qn !== wantQn) return bad(`QN ${qn}, not ${wantQn}`);
+  if (msn !== 1) return bad(`MSN ${msn}, not 1 (the first message on QN ${wantQn}, RFC 5041 §5.1)`);
+  if (mo !== 0) return bad(`MO ${mo}, not 0`);
+  if (type === 'send') return { ok: true };
+  const readSize = rd32(ulpdu, 30);
+  if (readSize !== 0) return bad(`RDMA Read Message Size ${readSize}, not 0`);
+  return { ok: true, sinkStag: rd32(ulpdu, 18), sinkTo: ulpdu.slice(22, 30) };
 }
 
 /** The zero-length RDMA Read Response answering a Read RTR (RFC 5040 §4.5: Data Sink STag and TO of the request). */
@@ -109,15 +136,14 @@ export function encodeReadResponse(sinkStag: number, sinkTo: Uint8Array): Uint8A
   return b;
 }
 
-/** Checks that `ulpdu` is a zero-length RDMA Read Response (the answer to this side's Read RTR). */
+/** Checks that `ulpdu` is a zero-length RDMA Read Response, DV 1, RV 1, L 1 (the answer to this side's Read RTR). */
 export function checkReadResponse(ulpdu: Uint8Array): RtrCheck {
-  const c0 = ulpdu[0] ?? 0;
-  if (
-    ulpdu.byteLength !== TAGGED_HEADER_LENGTH ||
-    (c0 & (T | L)) !== (T | L) ||
-    ((ulpdu[1] ?? 0) & 0x0f) !== OP_READ_RESPONSE
-  )
-    return { ok: false, reason: `expected the zero-length RDMA Read Response to the Read RTR, got ${describe(ulpdu)}` };
+  const problem = ulpdu.byteLength < 2 ? `got ${describe(ulpdu)}` : controlProblem(ulpdu, true, OP_READ_RESPONSE);
+  if (problem !== null || ulpdu.byteLength !== TAGGED_HEADER_LENGTH)
+    return {
+      ok: false,
+      reason: `expected the zero-length RDMA Read Response to the Read RTR: ${problem ?? `got ${describe(ulpdu)}`}`,
+    };
   return { ok: true };
 }
 

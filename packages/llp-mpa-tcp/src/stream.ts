@@ -15,7 +15,7 @@ import {
   StreamClosedError,
 } from '@rddp/llp';
 import { type Observable, Subject } from 'rxjs';
-import { type MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
+import { type MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError } from './errors.js';
 import { FpduReader, FpduWriter } from './fpdu.js';
 import { mulpduForEmss } from './markers.js';
 import type { MpaNegotiated, RtrType } from './negotiation.js';
@@ -38,6 +38,12 @@ export interface MpaStreamInit {
   readonly keepAliveMs?: number;
   /** Reset after this long with no octet in either direction (ms); 0 or absent: off. */
   readonly idleTimeoutMs?: number;
+  /** Largest ULPDU_Length accepted (RFC 5044 §3: 64768; up to 65535 to interoperate). */
+  readonly maxUlpduLength?: number;
+  /** Initiator: accept an FPDU from the Responder before this side sent its first (not RFC 5044 §7.1.2). */
+  readonly tolerateEarlyResponderFpdu?: boolean;
+  /** Reset when an FPDU begun by the peer is not complete this long after its first octet (ms); 0 or absent: off. */
+  readonly fpduTimeoutMs?: number;
   readonly logger: LlpLogger;
   readonly connectionId: string;
 }
@@ -112,6 +118,12 @@ export class MpaTcpStream extends BaseLlpStream {
   private receiveFailure: MpaProtocolError | MpaCrcError | undefined;
   /** How long a watched receive error leaves the sending half for the ULP's Terminate (ms). */
   static receiveErrorGraceMs = 2000;
+  private readonly tolerateEarly: boolean;
+  private readonly fpduTimeoutMs: number;
+  private fpduTimer: NodeJS.Timeout | undefined;
+  /** When the FPDU now partly received began (ms), and how many FPDUs had completed before it. */
+  private partialSince = 0;
+  private partialSeq = -1;
 
   constructor(init: MpaStreamInit) {
     const n = init.negotiated;
@@ -126,18 +138,24 @@ export class MpaTcpStream extends BaseLlpStream {
     this.logger = init.logger;
     this.connectionId = init.connectionId;
     this.txOpen = init.role === 'initiator';
+    this.tolerateEarly = init.role === 'initiator' && init.tolerateEarlyResponderFpdu === true;
+    this.fpduTimeoutMs = init.fpduTimeoutMs ?? 0;
     this.writer = new FpduWriter({
       crc: n.crc,
       markers: n.markersTx,
       ...(init.inlineThreshold !== undefined ? { inline: init.inlineThreshold } : {}),
     });
     this.reader = new FpduReader(
-      { crc: n.crc, markers: n.markersRx },
+      {
+        crc: n.crc,
+        markers: n.markersRx,
+        ...(init.maxUlpduLength !== undefined ? { maxUlpduLength: init.maxUlpduLength } : {}),
+      },
       (length, chunks) => this.onFpdu(length, chunks),
       (error) => this.onFramingError(error),
     );
     const s = this.socket;
-    s.on('data', (chunk: Buffer) => this.reader.push(chunk));
+    s.on('data', (chunk: Buffer) => this.onData(chunk));
     s.on('drain', () => this.drained());
     s.on('end', () => this.onPeerFin());
     s.on('finish', () => this.onLocalFinDone());
@@ -152,6 +170,61 @@ export class MpaTcpStream extends BaseLlpStream {
       });
     }
   }
+
+  private onData(chunk: Buffer): void {
+    this.reader.push(chunk);
+    if (this.fpduTimeoutMs > 0) this.watchPartial();
+  }
+
+  /**
+   * Octets that arrived in the same TCP segment as the MPA Reply (Initiator, `tolerateEarlyResponderFpdu`):
+   * parsed as the start of the Responder's FPDU stream, ahead of everything the socket delivers next.
+   */
+  receiveEarly(chunk: Buffer): void {
+    if (chunk.byteLength > 0) this.onData(chunk);
+  }
+
+  /**
+   * Mid-FPDU timer: an FPDU the peer has begun must be complete within `fpduTimeoutMs` of its first
+   * octet, so a peer that stops (or drips) inside one cannot hold the connection and its octets forever.
+   * One timer, armed only while an FPDU is partly received; time spent paused by the ULP does not count.
+   */
+  private watchPartial(): void {
+    const r = this.reader;
+    if (r.atBoundary || r.failed || this.state === 'closed') {
+      this.partialSince = 0;
+      return;
+    }
+    if (this.partialSince === 0 || this.partialSeq !== r.delivered) {
+      this.partialSince = Date.now();
+      this.partialSeq = r.delivered;
+    }
+    if (!this.fpduTimer && !this.readingPaused) this.armFpduTimer(this.fpduTimeoutMs);
+  }
+
+  private armFpduTimer(ms: number): void {
+    this.fpduTimer = setTimeout(this.onFpduTimer, ms);
+    this.fpduTimer.unref?.();
+  }
+
+  private readonly onFpduTimer = (): void => {
+    this.fpduTimer = undefined;
+    const r = this.reader;
+    if (this.state === 'closed' || this.readingPaused || this.partialSince === 0 || r.atBoundary || r.failed) return;
+    const ms = this.fpduTimeoutMs;
+    const left = this.partialSince + ms - Date.now();
+    if (left > 0) {
+      this.armFpduTimer(left);
+      return;
+    }
+    this.logger.debug('mpa.fpdu.timeout', { connection: this.connectionId, ms });
+    // A stalled peer would not read a Terminate either: reset (RFC 5044 §8 leaves the close to us).
+    this.fail(
+      new LlpTimeoutError(
+        `the peer stopped in the middle of an FPDU: not complete ${ms} ms after its first octet (fpduTimeoutMs)`,
+      ),
+    );
+  };
 
   /** FPDUs this side has written and received (RTRs included). */
   get fpduCounts(): { readonly sent: number; readonly received: number } {
@@ -256,11 +329,19 @@ export class MpaTcpStream extends BaseLlpStream {
     if (this.socket.writableLength < this.hwm) this.drained();
   }
 
+  /** RFC 5044 §7.1.2: what the Responder held can never go out now; each `done` learns it was not sent. */
   private failHeld(reason: LlpError): void {
     const held = this.heldSends;
+    if (held.length === 0) return;
     this.heldSends = [];
     this.heldOctets = 0;
-    for (const h of held) h.done?.(reason);
+    this.logger.debug('mpa.held.discarded', {
+      connection: this.connectionId,
+      fpdus: held.length,
+      reason: reason.message,
+    });
+    const error = new MpaFpduNotSentError(reason);
+    for (const h of held) h.done?.(error);
   }
 
   // ----- receive -----
@@ -271,14 +352,19 @@ export class MpaTcpStream extends BaseLlpStream {
     if (this.receivedFpdus === 1) {
       // RFC 5044 §7.1.2: the Initiator sends the first FPDU (in peer-to-peer mode, the RTR).
       if (this.role === 'initiator' && this.sentFpdus === 0) {
-        this.fail(
-          new MpaProtocolError(
-            'early-data',
-            MpaErrorCode.invalidRequestReply,
-            'the responder sent an FPDU before receiving the initiator’s first FPDU (RFC 5044 §7.1.2)',
-          ),
-        );
-        return;
+        if (this.tolerateEarly)
+          // Interoperability (off by default): some Responders send before our first FPDU arrives.
+          this.logger.debug('mpa.early-fpdu.tolerated', { connection: this.connectionId, length });
+        else {
+          this.fail(
+            new MpaProtocolError(
+              'early-data',
+              MpaErrorCode.invalidRequestReply,
+              'the responder sent an FPDU before receiving the initiator’s first FPDU (RFC 5044 §7.1.2)',
+            ),
+          );
+          return;
+        }
       }
       const hook = this.firstFpduHook;
       if (hook) {
@@ -310,6 +396,11 @@ export class MpaTcpStream extends BaseLlpStream {
     }
     if (!s.destroyed) s.resume();
     this.reader.setStopped(false);
+    // The mid-FPDU timer restarts: the pause was ours, not the peer's.
+    if (this.fpduTimeoutMs > 0) {
+      this.partialSince = 0;
+      this.watchPartial();
+    }
     if (!this.readingPaused && this.peerFin) this.onPeerFin();
   }
 
@@ -370,13 +461,15 @@ export class MpaTcpStream extends BaseLlpStream {
     this.closeTimer = undefined;
     if (this.graceTimer) clearTimeout(this.graceTimer);
     this.graceTimer = undefined;
+    if (this.fpduTimer) clearTimeout(this.fpduTimer);
+    this.fpduTimer = undefined;
   }
 
   private end(event: Parameters<BaseLlpStream['finish']>[0]): void {
     if (this.ended) return;
     this.ended = true;
     this.clearTimer();
-    this.failHeld(event.error ?? new StreamClosedError('the connection closed before the first FPDU arrived'));
+    this.failHeld(event.error ?? new StreamClosedError('the connection closed'));
     this.finish(event);
   }
 
@@ -384,7 +477,7 @@ export class MpaTcpStream extends BaseLlpStream {
     if (this.graceTimer) clearTimeout(this.graceTimer); // the ULP closes after a receive error: no reset
     this.graceTimer = undefined;
     // Sends held back by §7.1.2 can never go out now.
-    this.failHeld(new StreamClosedError('closed before the responder was allowed to send (RFC 5044 §7.1.2)'));
+    this.failHeld(new StreamClosedError('the ULP closed the connection'));
     this.armCloseTimer();
     // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN (once: the peer's FIN may have been answered).
     if (!this.socket.writableEnded) this.socket.end();
@@ -420,9 +513,7 @@ export class MpaTcpStream extends BaseLlpStream {
       this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'remote' });
       if (this.graceTimer) clearTimeout(this.graceTimer);
       this.graceTimer = undefined;
-      this.failHeld(
-        new StreamClosedError('the peer closed before the responder was allowed to send (RFC 5044 §7.1.2)'),
-      );
+      this.failHeld(new StreamClosedError('the peer closed the connection (FIN)'));
       if (!this.ended && !this.socket.writableEnded) {
         this.armCloseTimer();
         this.socket.end();

@@ -11,6 +11,7 @@ import {
   ConnectionRejectedError,
   InvalidArgumentError,
   type LlpAddress,
+  LlpAddressResolutionError,
   type LlpCapabilities,
   type LlpConnectOptions,
   type LlpError,
@@ -29,6 +30,11 @@ import { emssFor, type MpaTcpOptions, type ResolvedTransportOptions, resolveTran
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
+
+/** getaddrinfo could not turn the host name into an address (no such name, or no answer). */
+function isResolutionFailure(e: NodeJS.ErrnoException): boolean {
+  return e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' || e.code === 'EAI_FAIL' || e.code === 'EAI_NONAME';
+}
 
 export class MpaTcpTransport implements LlpTransport {
   readonly name = 'mpa-tcp';
@@ -113,6 +119,8 @@ export class MpaTcpTransport implements LlpTransport {
       };
       const onError = (e: NodeJS.ErrnoException) => {
         if (e.code === 'ECONNREFUSED') fail(new ConnectionRefusedError(`nothing listens at ${host}:${port}`));
+        else if (isResolutionFailure(e))
+          fail(new LlpAddressResolutionError(`cannot resolve ${host}: ${e.code}`, { cause: e }));
         else
           fail(
             new ConnectionAbortedError(`TCP connection to ${host}:${port} failed: ${e.code ?? e.message}`, {
@@ -137,7 +145,7 @@ export class MpaTcpTransport implements LlpTransport {
               outcome.ulpPrivateData,
             ),
           );
-        if (r.rest.byteLength > 0)
+        if (r.rest.byteLength > 0 && !o.tolerateEarlyResponderFpdu)
           return fail(
             new MpaProtocolError(
               'early-data',
@@ -160,11 +168,16 @@ export class MpaTcpTransport implements LlpTransport {
           inlineThreshold: o.inlineThreshold,
           keepAliveMs: o.keepAliveMs,
           idleTimeoutMs: o.idleTimeoutMs,
+          fpduTimeoutMs: o.fpduTimeoutMs,
+          maxUlpduLength: o.maxUlpduLength,
+          tolerateEarlyResponderFpdu: o.tolerateEarlyResponderFpdu,
           logger: o.logger,
         });
         o.logger.debug('mpa.established', { connection: conn.id, role: 'initiator', negotiated: n });
         // RFC 6581: in peer-to-peer mode the RTR is the Initiator's first FPDU.
         if (n.rtr !== false) conn.stream.sendRtr(n.rtr);
+        // tolerateEarlyResponderFpdu: octets behind the Reply are the Responder's first FPDU(s).
+        conn.stream.receiveEarly(r.rest);
         resolve(conn);
       };
       socket.on('connect', onConnect);
@@ -187,12 +200,14 @@ export class MpaTcpTransport implements LlpTransport {
           reject(
             e.code === 'EADDRINUSE'
               ? new AddressInUseError(`${address.host ?? '*'}:${address.port} is in use`)
-              : new ConnectionAbortedError(
-                  `listen on ${address.host ?? '*'}:${address.port} failed: ${e.code ?? e.message}`,
-                  {
-                    cause: e,
-                  },
-                ),
+              : isResolutionFailure(e)
+                ? new LlpAddressResolutionError(`cannot resolve ${address.host}: ${e.code}`, { cause: e })
+                : new ConnectionAbortedError(
+                    `listen on ${address.host ?? '*'}:${address.port} failed: ${e.code ?? e.message}`,
+                    {
+                      cause: e,
+                    },
+                  ),
           );
         };
         const onListening = () => {

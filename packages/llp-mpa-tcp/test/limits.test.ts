@@ -54,8 +54,9 @@ describe('MPA/TCP listener limits', () => {
 });
 
 describe('MPA/TCP established-connection timers', () => {
-  async function pair(t: ReturnType<typeof mpaTcp>) {
-    const l = await t.listen({ host: '127.0.0.1', port: 0 });
+  /** `t` makes the initiator, `r` (by default `t`) the responder. */
+  async function pair(t: ReturnType<typeof mpaTcp>, r = t) {
+    const l = await r.listen({ host: '127.0.0.1', port: 0 });
     const accepted = firstValueFrom(l.connections$);
     const a = await t.connect(l.address);
     const b = await accepted;
@@ -65,8 +66,9 @@ describe('MPA/TCP established-connection timers', () => {
 
   it('idleTimeoutMs: a connection with no octet either way for that long is reset with LlpTimeoutError; one with traffic stays up', async () => {
     const t = mpaTcp({ idleTimeoutMs: 300 });
-    const [a, b] = await pair(t);
-    const [c, d] = await pair(t);
+    // The responders have no idle timer: the initiator's own must fire (not a reset from its peer's).
+    const [a, b] = await pair(t, mpaTcp());
+    const [c, d] = await pair(t, mpaTcp());
     d.streams[0]?.setReceiver(() => {});
     c.streams[0]?.setReceiver(() => {});
     // c sends every 100 ms: never idle for 300 ms. a and b stay silent.

@@ -90,6 +90,11 @@ export class AddressInUseError extends LlpError {
   readonly code = 'ERR_LLP_ADDRESS_IN_USE';
 }
 
+/** The host name could not be resolved to an address (DNS: no such name, or no answer). */
+export class LlpAddressResolutionError extends LlpError {
+  readonly code = 'ERR_LLP_ADDRESS_RESOLUTION';
+}
+
 /** A configured limit (connections, buffered octets, private data) would be exceeded. */
 export class ResourceLimitError extends LlpError {
   readonly code = 'ERR_LLP_RESOURCE_LIMIT';
@@ -109,4 +114,5 @@ export type LlpErrorCode =
   | InvalidArgumentError['code']
   | CapabilityError['code']
   | AddressInUseError['code']
+  | LlpAddressResolutionError['code']
   | ResourceLimitError['code'];
