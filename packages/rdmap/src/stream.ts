@@ -323,7 +323,15 @@ export class RdmapStream {
     );
     for (const r of options.receives ?? []) this.postReceive(r.buffer, r.receiveId);
     // The first ULPDU goes to DDP once the caller has had its turn to post receives (RFC 5040 §6.1).
-    queueMicrotask(() => this.llp.start());
+    queueMicrotask(() => this.start());
+  }
+
+  /**
+   * Lets the LLP's ULPDUs through to DDP now. Done by itself one microtask after the constructor; a
+   * caller that feeds the LLP synchronously (a test harness) calls it once its receives are posted.
+   */
+  start(): void {
+    this.llp.start();
   }
 
   get state(): RdmapStreamState {
@@ -628,13 +636,30 @@ export class RdmapStream {
     } catch (err) {
       sent = Promise.reject(err);
     }
-    this.terminateSubject.next({ direction: 'sent', header, bytes, description: describeTerminate(header), error });
-    this.terminateSubject.complete();
+    const report = (notSent?: unknown) => {
+      this.terminateSubject.next({
+        direction: notSent === undefined ? 'sent' : 'not-sent',
+        ...(notSent !== undefined
+          ? { notSentReason: notSent instanceof Error ? notSent.message : String(notSent) }
+          : {}),
+        header,
+        bytes,
+        description: describeTerminate(header),
+        error,
+      });
+      this.terminateSubject.complete();
+    };
     this.flushEverything(error, culprit);
     // §6.2.1: "The peer SHOULD perform a graceful LLP teardown to ensure the Terminate Message is ... Delivered."
     sent.then(
-      () => this.closeLlpAfterTerminate(),
-      () => this.ddp.abort(error),
+      () => {
+        report();
+        this.closeLlpAfterTerminate();
+      },
+      (err: unknown) => {
+        report(err ?? new Error('the LLP did not send it'));
+        this.ddp.abort(error);
+      },
     );
   }
 

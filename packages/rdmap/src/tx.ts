@@ -367,7 +367,6 @@ export class Transmitter {
       // RFC 7306: the atomic ran when its Request was Delivered; the Response goes on the requester's QN 3.
       const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicResponse));
       this.track(
-        p,
         guard(() =>
           h.ddp.sendUntagged(ATOMIC_RESPONSE_QUEUE, [encodeAtomicResponse(p.response)], rsvd, undefined, () =>
             this.responseLeft(p),
@@ -390,7 +389,6 @@ export class Transmitter {
       payload = [region.buffer.subarray(off, off + rr.size)];
     }
     this.track(
-      p,
       guard(() => h.ddp.sendTagged(rr.sinkStag, rr.sinkTo, payload, ctrl, undefined, () => this.responseLeft(p))),
     );
   }
@@ -410,7 +408,7 @@ export class Transmitter {
    * handed to the LLP (`responseLeft`) — so a requester that stops reading holds at most IRD Responses
    * here and its next Request finds no buffer. The close waits for the whole Response to be sent.
    */
-  private track(p: PendingResponse, sending: Promise<unknown>): void {
+  private track(sending: Promise<unknown>): void {
     const h = this.host;
     this.responsesSending++;
     sending.then(

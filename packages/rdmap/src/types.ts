@@ -165,9 +165,16 @@ export interface RdmapWorkRequest {
   readonly context?: unknown;
 }
 
-/** A Terminate sent or received (RFC 5040 §5.4, §7.1: surfaced to the ULP on both sides). */
+/**
+ * A Terminate sent or received (RFC 5040 §5.4, §7.1: surfaced to the ULP on both sides). A Terminate this
+ * end issued is reported once the LLP took it (`sent`) or dropped it unsent (`not-sent`, e.g. an MPA
+ * Responder that may not send before the Initiator's first FPDU, RFC 5044 §7.1.2), so the ULP can say what
+ * went on the wire.
+ */
 export interface RdmapTerminateEvent {
-  readonly direction: 'sent' | 'received';
+  readonly direction: 'sent' | 'received' | 'not-sent';
+  /** For `not-sent`: why the LLP did not send it. */
+  readonly notSentReason?: string;
   /** The decoded Terminate Header; undefined for a received Terminate that could not be decoded. */
   readonly header: TerminateHeader | undefined;
   /** The Terminate Header's octets, as sent or as received. */

@@ -64,6 +64,9 @@ describe('rping -s: a framing error in the first FPDU, then the peer’s FIN', (
         expect(s.code).toBe(1); // exited by itself, as a failure
         expect(s.err).not.toMatch(/^\s+at /m); // no stack trace
         expect(s.err.split('\n').filter((l) => l.startsWith('rddp: '))).toHaveLength(1); // one line says why
+        // -d says what went on the wire: the Terminate RDMAP issued was held, never sent (RFC 5044 §7.1.2).
+        expect(s.err).toMatch(/Terminate not sent \(.*RFC 5044 §7\.1\.2/);
+        expect(s.err).not.toMatch(/Terminate sent/);
         // Only the 20-octet Reply reached the peer: the Responder sends no FPDU before a valid one (§7.1.2).
         const closed = await raw.closed;
         expect(closed.fin || closed.reset).toBe(true);

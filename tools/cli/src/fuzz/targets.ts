@@ -187,18 +187,18 @@ function runRdmap(r: Rng, mutant: boolean): number {
         }
       : stags;
     const stream = new RdmapStream(llp, { pdId: 1, stags: table, role: 'responder', ird: 2 });
-    let terminates = 0;
-    stream.terminate$.subscribe((t) => {
-      if (t.direction === 'sent') {
-        terminates++;
-        rdmapStats.terminates++;
-      }
-    });
+    // Terminates counted on the wire: untagged ULPDUs whose RDMAP opcode is Terminate (RFC 5040 §4.8).
+    const terminatesSent = () =>
+      llp.sent.filter((parts) => {
+        const h = parts[0] as Uint8Array;
+        return ((h[0] as number) & 0x80) === 0 && ((h[1] as number) & 0x0f) === 0x7;
+      }).length;
     stream.ddp.placement$.subscribe((p) => {
       if (p.length > 0) rdmapStats.placedWrites++;
     });
     stream.postReceive(view(3).subarray(0, 128));
     stream.postReceive(view(3).subarray(128));
+    stream.start(); // fed synchronously below
     const dv = 1;
     const ctl = (op: number) => 0x40 | op;
     const corpus: (() => Uint8Array)[] = [
@@ -260,6 +260,8 @@ function runRdmap(r: Rng, mutant: boolean): number {
     if (Buffer.compare(view(1), before.r1) !== 0) throw new FuzzFailure('a remote-read-only region was written');
     if (Buffer.compare(view(2), before.r2) !== 0)
       throw new FuzzFailure('a local-only region was written without a Read outstanding');
+    const terminates = terminatesSent();
+    rdmapStats.terminates += terminates;
     if (terminates > 1) throw new FuzzFailure('more than one Terminate sent (RFC 5040 §5.4)');
     if (stream.state === 'error' && terminates === 0 && llp.state !== 'closed')
       throw new FuzzFailure('the stream is in error but neither terminated nor closed');

@@ -54,7 +54,13 @@ export class RdmaSession {
       if (w) w.resolve(c);
       else this.received.push(c);
     });
-    this.rdmap.terminate$.subscribe((t) => debug?.(`Terminate ${t.direction}: ${t.description}`));
+    this.rdmap.terminate$.subscribe((t) =>
+      debug?.(
+        t.direction === 'not-sent'
+          ? `Terminate not sent (${t.notSentReason}): ${t.description}`
+          : `Terminate ${t.direction}: ${t.description}`,
+      ),
+    );
     this.rdmap.closed$.subscribe((ev) => {
       this.ended = ev.error ?? new Error('the connection closed');
       for (const w of this.waiters.splice(0)) w.reject(this.ended);
