@@ -2,7 +2,7 @@
  * The public shape of @rddp/ddp: what RDMAP (and users) program against.
  * Section numbers are RFC 5041's unless said otherwise.
  */
-import type { LlpStream } from '@rddp/llp';
+import type { LlpStream, Ulpdu } from '@rddp/llp';
 import type { Observable } from 'rxjs';
 
 /** DDP Version: 1 = IETF (RFC 5041), 0 = RDMA Consortium DDP 1.0. Chosen per stream (§4.1). */
@@ -129,6 +129,11 @@ export interface TaggedDeliveryEvent {
   readonly rsvdUlp: number;
   /** Octets placed by this message (sum over its segments, counted since the previous L=1 on the stream). */
   readonly length: number;
+  /**
+   * The DDP Segment that completed the message (its header first), as the LLP handed it up, for a ULP
+   * that must copy its header into a Terminate (RFC 5040 §4.8). Valid only while the event is handled.
+   */
+  readonly segment: Ulpdu;
 }
 
 export interface UntaggedDeliveryEvent {
@@ -142,6 +147,8 @@ export interface UntaggedDeliveryEvent {
   readonly buffer: Uint8Array;
   /** The id given at `postReceive`. */
   readonly receiveId: unknown;
+  /** The DDP Segment that completed the message, as for tagged messages. Valid only while handled. */
+  readonly segment: Ulpdu;
 }
 
 /**
@@ -202,6 +209,19 @@ export interface DdpStreamOptions {
    * MSN (RFC 5041 §5.1.2 counts every message on a queue from 1).
    */
   readonly startupMessages?: { readonly sent: readonly number[]; readonly received: readonly number[] };
+  /**
+   * Hold the LLP's ULPDUs (the LLP keeps them, per its contract) until `start()`: a ULP posts its receive
+   * buffers first (RFC 5040 §6.1, the rdma_cm order). Default false: DDP takes ULPDUs at once.
+   */
+  readonly startPaused?: boolean;
+  /** Called once, as the first incoming segment reaches DDP (RFC 5040 §6.1: the responder's go-ahead). */
+  readonly onFirstSegment?: () => void;
+}
+
+/** An untagged send: settles as `sendUntagged` says; its MSN is known at once (RFC 5041 §5.1.2). */
+export interface UntaggedSend extends Promise<number> {
+  /** The message's MSN; −1 when the send was refused (the promise rejects). */
+  readonly msn: number;
 }
 
 /** STag table surface DDP needs (implemented by `StagTable`). */
@@ -261,7 +281,9 @@ export interface DdpStreamApi {
     rsvdUlp: number,
     signal?: AbortSignal,
     onHanded?: () => void,
-  ): Promise<number>;
+  ): UntaggedSend;
+  /** Lets the LLP's ULPDUs through when the stream was made with `startPaused` (else a no-op). */
+  start(): void;
   /** Messages queued and not yet handed to the LLP in full (bounded by `maxSendQueue`). */
   readonly sendQueueLength: number;
   /** Post a receive buffer on queue `qn`; consumed in MSN order. */

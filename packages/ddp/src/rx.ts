@@ -175,7 +175,7 @@ export class Receiver {
     if (last && o.reliable) {
       const length = this.taggedRun;
       this.taggedRun = 0;
-      this.out.delivery({ tagged: true, stag, rsvdUlp, length });
+      this.out.delivery({ tagged: true, stag, rsvdUlp, length, segment: u });
     }
     return true;
   }
@@ -244,7 +244,7 @@ export class Receiver {
     if (h.last && o.reliable) {
       const length = this.taggedRun;
       this.taggedRun = 0;
-      this.out.delivery({ tagged: true, stag: h.stag, rsvdUlp: h.rsvdUlp, length });
+      this.out.delivery({ tagged: true, stag: h.stag, rsvdUlp: h.rsvdUlp, length, segment: u });
     }
   }
 
@@ -311,7 +311,7 @@ export class Receiver {
       slot.length = h.mo + n;
       slot.rsvdUlp = h.rsvdUlp;
     }
-    if (slot.length !== undefined && slot.placed >= slot.length) this.deliver(q, slot);
+    if (slot.length !== undefined && slot.placed >= slot.length) this.deliver(q, slot, u);
   }
 
   /** A ULP check that throws is a local fault: reported as Local Catastrophic, nothing placed (never a hang). */
@@ -335,9 +335,10 @@ export class Receiver {
     }
   }
 
-  private deliver(q: UntaggedQueue, s: ReceiveSlot): void {
+  private deliver(q: UntaggedQueue, s: ReceiveSlot, segment: Ulpdu): void {
     q.complete(s);
     this.out.delivery({
+      segment,
       tagged: false,
       qn: q.qn,
       msn: s.msn,

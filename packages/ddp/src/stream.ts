@@ -18,6 +18,7 @@ import {
   type DeliveryEvent,
   type FlushedReceive,
   type PlacementEvent,
+  type UntaggedSend,
 } from './api.js';
 import { DdpInvalidArgumentError, DdpStreamClosedError } from './errors.js';
 import { MAX_UNTAGGED_RSVDULP } from './header.js';
@@ -54,6 +55,8 @@ export class DdpStream implements DdpStreamApi {
   private readonly errors = new Subject<DdpErrorEvent>();
   private readonly closed = new ReplaySubject<DdpCloseEvent>(1);
   private firstError: Error | undefined;
+  private started = false;
+  private onFirstSegment: (() => void) | undefined;
 
   constructor(
     readonly llp: LlpStream,
@@ -94,7 +97,27 @@ export class DdpStream implements DdpStreamApi {
     // Reported one macrotask later: a send whose LLP `done` already ran in this turn (the SACK and the
     // peer's close in one packet) settles its promise chain first, and is not reported as flushed.
     llp.closed$.subscribe((e) => setImmediate(() => this.onLlpClosed(e)));
-    llp.setReceiver((u) => this.rx.receive(u));
+    this.onFirstSegment = options.onFirstSegment;
+    if (!options.startPaused) this.start();
+  }
+
+  /** Lets the LLP's ULPDUs through (at construction unless `startPaused`). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    const rx = this.rx;
+    if (this.onFirstSegment === undefined) {
+      this.llp.setReceiver((u) => rx.receive(u));
+      return;
+    }
+    // RFC 5040 §6.1: the first segment is signalled once, then segments go straight to the receive path.
+    this.llp.setReceiver((u) => {
+      const first = this.onFirstSegment;
+      this.onFirstSegment = undefined;
+      this.llp.setReceiver((v) => rx.receive(v));
+      first?.();
+      rx.receive(u);
+    });
   }
 
   get state(): DdpStreamState {
@@ -161,7 +184,7 @@ export class DdpStream implements DdpStreamApi {
     rsvdUlp: number,
     signal?: AbortSignal,
     onHanded?: () => void,
-  ): Promise<number> {
+  ): UntaggedSend {
     try {
       this.assertCanSend();
       checkU32('QN', qn);
@@ -172,10 +195,14 @@ export class DdpStream implements DdpStreamApi {
       // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
       this.tx.checkRoom();
       const msn = this.nextMsnFor(qn);
-      // Settles with the MSN itself: no extra promise per message.
-      return this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, signal, onHanded) as Promise<number>;
+      // Settles with the MSN itself: no extra promise per message; the MSN rides on the promise.
+      const sent = this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, signal, onHanded) as Promise<number>;
+      (sent as { msn?: number }).msn = msn;
+      return sent as UntaggedSend;
     } catch (e) {
-      return Promise.reject(e);
+      const failed = Promise.reject(e) as Promise<number> & { msn?: number };
+      failed.msn = -1;
+      return failed as UntaggedSend;
     }
   }
 

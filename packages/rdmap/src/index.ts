@@ -26,7 +26,6 @@ export {
 export * from './errors.js';
 export * from './header.js';
 export * from './immediate.js';
-export { LlpTap } from './llp-tap.js';
 export * from './opcode.js';
 export { checkReadSource, type OutstandingRead, OutstandingReads } from './read.js';
 export { canTransition, type RdmapStreamState, StreamStateMachine } from './state.js';

@@ -10,6 +10,7 @@
  * Unexpected OpCode (RFC 5040 §7.2 2), as the reserved opcodes it was in RFC 5040.
  */
 import { Access, type DdpHeader, type DeliveryEvent, type MemoryRegion, type UlpCheckFailure } from '@rddp/ddp';
+import type { Ulpdu } from '@rddp/llp';
 import {
   ATOMIC_REQUEST_HEADER_LENGTH,
   ATOMIC_RESPONSE_HEADER_LENGTH,
@@ -44,7 +45,7 @@ import {
   type RdmapVersion,
 } from './opcode.js';
 import { checkReadSource, type OutstandingReads } from './read.js';
-import type { TerminateCause, TerminatedSegment } from './terminate.js';
+import { segmentOf, type TerminateCause, type TerminatedSegment } from './terminate.js';
 import { RdmaErrorCode, RdmaErrorType, TerminateLayer } from './terminate-codes.js';
 import type { CompletionStatus, ReceiveCompletion } from './types.js';
 
@@ -89,8 +90,6 @@ export interface RxHost {
   lookup(stag: number): MemoryRegion | undefined;
   invalidate(stag: number): boolean;
   canRemoteInvalidate(region: MemoryRegion): boolean;
-  /** The segment DDP is processing now, as received (for a Terminate's copied headers, §4.8). */
-  currentSegment(): TerminatedSegment;
   onReadCompleted(token: unknown): void;
   onReadRequest(p: PendingResponse): void;
   /** An Atomic Response was Delivered and matched its Request: the atomic completes. */
@@ -300,9 +299,17 @@ export class Receiver {
   };
 
   /** A DDP Message was Delivered (RFC 5041 §5.4). */
+  /** The segment that completed the message being handled (for a Terminate's copied headers, §4.8). */
+  private current: Ulpdu | undefined;
+
+  private currentSegment(): TerminatedSegment {
+    return segmentOf(this.current);
+  }
+
   onDelivery(ev: DeliveryEvent): void {
     const h = this.host;
     if (h.rxBlocked) return;
+    this.current = ev.segment;
     if (ev.tagged) {
       // RDMA Writes are placed, never Delivered to the ULP (§5.1); Read Responses complete Reads (rule 19).
       if (decodeControl(ev.rsvdUlp & 0xff).opcode !== RdmapOpcode.RdmaReadResponse) return;
@@ -356,7 +363,7 @@ export class Receiver {
    */
   private onAtomicRequest(buffer: Uint8Array, length: number): void {
     const h = this.host;
-    const segment = h.currentSegment();
+    const segment = this.currentSegment();
     const req = decodeAtomicRequest(buffer);
     const region = h.lookup(req.remoteStag);
     const bad =
@@ -395,7 +402,7 @@ export class Receiver {
         layer: TerminateLayer.Rdma,
         errorType: RdmaErrorType.RemoteOperation,
         errorCode: RdmaErrorCode.Unspecified,
-        segment: h.currentSegment(),
+        segment: this.currentSegment(),
       });
       return;
     }
@@ -419,7 +426,7 @@ export class Receiver {
             layer: TerminateLayer.Rdma,
             errorType: bad?.type ?? RdmaErrorType.RemoteProtection,
             errorCode: bad?.code ?? RdmaErrorCode.StagCannotBeInvalidated,
-            segment: h.currentSegment(),
+            segment: this.currentSegment(),
           },
           'remote-invalid-request',
         );
@@ -441,7 +448,7 @@ export class Receiver {
   /** An RDMA Read Request Delivered (rule 17): validated (§7.2 4a–4e), then answered in order (rule 20). */
   private onReadRequest(buffer: Uint8Array, length: number): void {
     const h = this.host;
-    const segment = h.currentSegment();
+    const segment = this.currentSegment();
     if (length !== READ_REQUEST_HEADER_LENGTH) {
       h.onDeliveredError({
         layer: TerminateLayer.Rdma,

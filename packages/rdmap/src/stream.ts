@@ -41,7 +41,6 @@ import {
   TerminatedError,
 } from './errors.js';
 import { controlOf, encodeControl, encodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
-import { LlpTap } from './llp-tap.js';
 import {
   ATOMIC_RESPONSE_QUEUE,
   RDMAP_EXTENDED_QUEUE_COUNT,
@@ -180,8 +179,8 @@ export class RdmapStream {
   readonly ord: number;
   readonly role: 'initiator' | 'responder';
   readonly ddp: DdpStreamApi;
-  /** The LLP stream as DDP sees it (RDMAP remembers each segment's header for a Terminate, §4.8). */
-  readonly llp: LlpTap;
+  /** The LLP stream DDP runs on. */
+  readonly llp: LlpStream;
   /** The RFC 7306 extensions this stream uses. */
   readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
 
@@ -233,12 +232,7 @@ export class RdmapStream {
     this.reads = new OutstandingReads<SqEntry>(this.ord);
     this.heldSubject = new BehaviorSubject((options.initiatorSendsFirst ?? false) && this.role === 'responder');
 
-    this.llp = new LlpTap(llp);
-    this.llp.onFirstReceive = () => {
-      if (!this.heldSubject.value) return;
-      this.heldSubject.next(false);
-      this.tx.pump();
-    };
+    this.llp = llp;
     const self = this;
     this.tx = new Transmitter({
       get ddp() {
@@ -260,7 +254,6 @@ export class RdmapStream {
       onResponseSent: (p) => this.onResponseSent(p),
       maybeIdle: () => this.maybeCloseLlp(),
       emitCompletion: (c) => this.emitSend(c),
-      startupSent: options.startupMessages?.sent ?? [],
     });
     const queues = this.extensions.atomics ? RDMAP_EXTENDED_QUEUE_COUNT : RDMAP_QUEUE_COUNT;
     this.rx = new Receiver({
@@ -276,7 +269,6 @@ export class RdmapStream {
       lookup: (stag) => this.stags.lookup(stag),
       invalidate: (stag) => this.invalidate(stag),
       canRemoteInvalidate: (region) => this.remoteInvalidateAllowed(region),
-      currentSegment: () => ({ ddpHeader: this.llp.lastDdpHeader(), length: this.llp.lastSegmentLength }),
       onReadCompleted: (token) => this.tx.readCompleted(token as SqEntry),
       onReadRequest: (p) => this.tx.respond(p),
       onAtomicCompleted: (token, original, buffer) => this.onAtomicCompleted(token as SqEntry, original, buffer),
@@ -296,6 +288,14 @@ export class RdmapStream {
       ulpTaggedFastCheck: this.rx.taggedFastCheck,
       ...(options.llpCapabilities ? { llpCapabilities: options.llpCapabilities } : {}),
       ...(options.startupMessages ? { startupMessages: options.startupMessages } : {}),
+      // RFC 5040 §6.1: receives first (released by `start`), and the initiator's first message frees a
+      // responder that holds its own.
+      startPaused: true,
+      onFirstSegment: () => {
+        if (!this.heldSubject.value) return;
+        this.heldSubject.next(false);
+        this.tx.pump();
+      },
     };
     this.ddp = options.createDdp ? options.createDdp(this.llp, ddpOptions) : new DdpStream(this.llp, ddpOptions);
     if (this.ddp.profile !== this.profile)
@@ -331,7 +331,7 @@ export class RdmapStream {
    * caller that feeds the LLP synchronously (a test harness) calls it once its receives are posted.
    */
   start(): void {
-    this.llp.start();
+    this.ddp.start();
   }
 
   get state(): RdmapStreamState {
@@ -597,7 +597,7 @@ export class RdmapStream {
         ? {
             segment: {
               ddpHeader: hb,
-              length: this.llp.lastSegmentLength,
+              length: ev.segmentLength,
               ...(isReadRequest ? { readRequest: ev.ulpHeaderBytes.slice(0, READ_REQUEST_HEADER_LENGTH) } : {}),
             },
           }

@@ -2,6 +2,8 @@
  * The Terminate Header (RFC 5040 §4.8, Figures 7–10): codec, the Terminate Control values, and which
  * headers a Terminate carries for each cause (Figure 10, §7.1).
  */
+import { copyPayload } from '@rddp/ddp';
+import type { Ulpdu } from '@rddp/llp';
 import { TerminateFormatError } from './errors.js';
 import { READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { RdmaErrorType, TerminateLayer } from './terminate-codes.js';
@@ -130,6 +132,19 @@ export function decodeTerminate(bytes: Uint8Array): TerminateHeader {
 }
 
 /** The offending incoming segment, as far as it is known. */
+/**
+ * A received DDP Segment as a Terminate copies it (§4.8): its DDP header's octets (14 tagged, 18
+ * untagged, copied out of the LLP's chunks) and its length; empty when there is none.
+ */
+export function segmentOf(u: Ulpdu | undefined): TerminatedSegment {
+  if (u === undefined || u.length === 0) return { ddpHeader: new Uint8Array(0) };
+  const first = u.chunks[0] as Uint8Array;
+  const n = Math.min(u.length, ((first[0] as number) & 0x80) !== 0 ? 14 : 18);
+  const ddpHeader = new Uint8Array(n);
+  copyPayload(u.chunks, 0, ddpHeader, 0, n);
+  return { ddpHeader, length: u.length };
+}
+
 export interface TerminatedSegment {
   /** The DDP header's octets (14 or 18), as received. */
   readonly ddpHeader: Uint8Array;

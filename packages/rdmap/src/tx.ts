@@ -6,7 +6,7 @@
  * and Send with Immediate (the message, then Immediate Data), Atomic Requests (held by ORD with the Reads,
  * complete on their Atomic Response) and Atomic Responses, sent in Request order with the Read Responses.
  */
-import type { DdpStreamApi, MemoryRegion } from '@rddp/ddp';
+import type { DdpStreamApi, MemoryRegion, UntaggedSend } from '@rddp/ddp';
 import { AtomicOpcode, encodeAtomicRequest, encodeAtomicResponse, type OutstandingAtomics } from './atomic.js';
 import { FlushedError, LocalProtectionError, RdmapAbortError, type RdmapError } from './errors.js';
 import { encodeControl, encodeReadRequest, encodeUntaggedRsvdUlp } from './header.js';
@@ -56,8 +56,6 @@ export interface TxHost {
   /** A Response finished sending: a graceful close may be able to go on. */
   maybeIdle(): void;
   emitCompletion(c: SendCompletion): void;
-  /** QNs of untagged messages the LLP sent at setup (RFC 6581 RTRs): MSNs on those queues continue after them. */
-  readonly startupSent: readonly number[];
 }
 
 /** Runs a DDP send; a synchronous throw becomes a rejected promise so every failure takes one path. */
@@ -86,8 +84,6 @@ export class Transmitter {
   private readonly responses: PendingResponse[] = [];
   /** Read Responses handed to DDP and not yet sent in full. */
   private responsesSending = 0;
-  /** The MSN DDP gives the next message on QN 0 and QN 1 (RFC 5041 §5.1.2: from 1, in call order). */
-  private readonly nextMsn = [1, 1];
   private pumping = false;
   private completing = false;
   /** The pump stopped because DDP's transmit queue is at `DDP_QUEUE_LIMIT`; a hand-off restarts it. */
@@ -95,9 +91,7 @@ export class Transmitter {
   /** The Request Identifier of the next Atomic Request (RFC 7306), 32 bits. */
   private nextRequestId = 1;
 
-  constructor(private readonly host: TxHost) {
-    for (const qn of host.startupSent) if (qn === 0 || qn === 1) this.takeMsn(qn);
-  }
+  constructor(private readonly host: TxHost) {}
 
   /** Requests posted and not yet completed. */
   get outstanding(): number {
@@ -210,12 +204,6 @@ export class Transmitter {
     this.inflight.push(e);
   }
 
-  private takeMsn(qn: 0 | 1): number {
-    const msn = this.nextMsn[qn] as number;
-    this.nextMsn[qn] = (msn + 1) % MSN_MODULO;
-    return msn;
-  }
-
   private submit(e: SqEntry): void {
     const h = this.host;
     e.detachAbort?.();
@@ -245,21 +233,17 @@ export class Transmitter {
           return;
         }
         // RFC 7306 Write with Immediate: the Immediate Data message follows the Write on QN 0 (DDP keeps order).
+        const imm = this.sendImmediate(op.immediate);
         e.qn = RdmapQueue.Send;
-        e.msn = this.takeMsn(RdmapQueue.Send);
-        Promise.all([written, this.sendImmediate(op.immediate)]).then(([, msn]) => {
-          e.msn = msn;
-          this.sent(e);
-        }, fail);
+        e.msn = imm.msn;
+        Promise.all([written, imm]).then(() => this.sent(e), fail);
         return;
       }
       case 'immediate': {
+        const imm = this.sendImmediate(op);
         e.qn = RdmapQueue.Send;
-        e.msn = this.takeMsn(RdmapQueue.Send);
-        this.sendImmediate(op).then((msn) => {
-          e.msn = msn;
-          this.sent(e);
-        }, fail);
+        e.msn = imm.msn;
+        imm.then(() => this.sent(e), fail);
         return;
       }
       case 'atomic': {
@@ -280,11 +264,10 @@ export class Transmitter {
         });
         h.atomics.add({ token: e, requestId });
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicRequest));
+        const req = h.ddp.sendUntagged(RdmapQueue.ReadRequest, [header], rsvd, undefined, this.handed);
         e.qn = RdmapQueue.ReadRequest; // RFC 7306: Atomic Requests share QN 1 (and IRD) with Read Requests
-        e.msn = this.takeMsn(RdmapQueue.ReadRequest);
-        guard(() => h.ddp.sendUntagged(RdmapQueue.ReadRequest, [header], rsvd, undefined, this.handed)).then((msn) => {
-          e.msn = msn;
-        }, fail);
+        e.msn = req.msn;
+        req.catch(fail);
         return; // completes when its Atomic Response is Delivered
       }
       case 'send': {
@@ -297,23 +280,17 @@ export class Transmitter {
               ? RdmapOpcode.SendWithSolicitedEvent
               : RdmapOpcode.Send;
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode), op.invalidateStag ?? 0);
+        const sent = h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd, undefined, this.handed);
         e.qn = RdmapQueue.Send;
-        e.msn = this.takeMsn(RdmapQueue.Send);
-        const sent = guard(() => h.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd, undefined, this.handed));
+        e.msn = sent.msn;
         if (op.immediate === undefined) {
-          sent.then((msn) => {
-            e.msn = msn;
-            this.sent(e);
-          }, fail);
+          sent.then(() => this.sent(e), fail);
           return;
         }
         // RFC 7306 Send with Immediate: the Send, then the Immediate Data message, both on QN 0.
-        e.immMsn = this.takeMsn(RdmapQueue.Send);
-        Promise.all([sent, this.sendImmediate(op.immediate)]).then(([msn, immMsn]) => {
-          e.msn = msn;
-          e.immMsn = immMsn;
-          this.sent(e);
-        }, fail);
+        const imm = this.sendImmediate(op.immediate);
+        e.immMsn = imm.msn;
+        Promise.all([sent, imm]).then(() => this.sent(e), fail);
         return;
       }
       case 'read': {
@@ -326,13 +303,10 @@ export class Transmitter {
           srcTo: op.srcTo,
         });
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, RdmapOpcode.RdmaReadRequest));
+        const req = h.ddp.sendUntagged(RdmapQueue.ReadRequest, [encodeReadRequest(op)], rsvd, undefined, this.handed);
         e.qn = RdmapQueue.ReadRequest;
-        e.msn = this.takeMsn(RdmapQueue.ReadRequest);
-        guard(() =>
-          h.ddp.sendUntagged(RdmapQueue.ReadRequest, [encodeReadRequest(op)], rsvd, undefined, this.handed),
-        ).then((msn) => {
-          e.msn = msn;
-        }, fail);
+        e.msn = req.msn;
+        req.catch(fail);
         return; // completes when its Read Response is Delivered (§5.5 rule 19)
       }
       case 'local-invalidate': {
@@ -351,13 +325,11 @@ export class Transmitter {
   }
 
   /** An Immediate Data (with SE) message on QN 0 (RFC 7306): its 64 bits are the whole payload. */
-  private sendImmediate(imm: ImmediateData): Promise<number> {
+  private sendImmediate(imm: ImmediateData): UntaggedSend {
     const h = this.host;
     const opcode = imm.solicited ? ExtensionOpcode.ImmediateDataWithSolicitedEvent : ExtensionOpcode.ImmediateData;
     const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, opcode));
-    return guard(() =>
-      h.ddp.sendUntagged(RdmapQueue.Send, [encodeImmediateData(imm.data)], rsvd, undefined, this.handed),
-    );
+    return h.ddp.sendUntagged(RdmapQueue.Send, [encodeImmediateData(imm.data)], rsvd, undefined, this.handed);
   }
 
   /** The RDMA Read Response (§5.2.2), or an Atomic Response (RFC 7306), in the order of the Requests. */

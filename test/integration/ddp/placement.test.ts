@@ -30,7 +30,7 @@ describe('RFC 5041 §5.1.1 / §5.2 tagged buffer model and segmentation', () => 
         expect(p.rsvdUlp).toBe(0x41);
         to += BigInt(p.length);
       }
-      expect(b.deliveries[0]).toEqual({ tagged: true, stag: r.stag, rsvdUlp: 0x41, length: 16 * MiB });
+      expect(b.deliveries[0]).toMatchObject({ tagged: true, stag: r.stag, rsvdUlp: 0x41, length: 16 * MiB });
       expect(a.ddp.stats.segmentsSent).toBe(b.placements.length);
     }, 60_000);
   }
