@@ -12,14 +12,16 @@ import { registerSoak } from './commands/soak.js';
 export function buildProgram(): Command {
   const program = new Command('rddp')
     .description('rddp — the iWARP protocol suite (RDMAP, DDP, MPA) in TypeScript')
-    .showHelpAfterError('(run with --help for usage)')
     .exitOverride((err) => {
       // commander's own usage errors exit 2 (bad flags), help/version exit 0.
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
         process.exit(0);
       process.exit(2);
     })
-    .configureOutput({ outputError: (s, write) => write(s) });
+    // Usage errors on one line, as every other fatal error: `rddp: <what> (run with --help for usage)`.
+    .configureOutput({
+      outputError: (s, write) => write(`rddp: ${s.trim().replace(/^error: /, '')} (run with --help for usage)\n`),
+    });
   registerDemo(program);
   registerBench(program);
   registerRping(program);

@@ -15,6 +15,10 @@ export interface TransportFlags {
   p2p?: string;
   ird?: number;
   ord?: number;
+  /** `--max-ulpdu <n>`: largest ULPDU_Length accepted, 64768..65535 (interop deviation, docs/MPA.md). */
+  maxUlpdu?: number | string;
+  /** `--tolerate-early-fpdu`: the initiator accepts a responder FPDU before its own first (interop deviation). */
+  tolerateEarlyFpdu?: boolean;
 }
 
 export interface ToolTransport {
@@ -64,8 +68,16 @@ export function toolTransport(f: TransportFlags): ToolTransport {
         rtr: rtr ? [rtr] : ['write', 'read', 'send'],
         ietfMode: 'permissive',
       };
+      const maxUlpdu = f.maxUlpdu === undefined ? undefined : Number(f.maxUlpdu);
+      if (maxUlpdu !== undefined && (!Number.isInteger(maxUlpdu) || maxUlpdu < 64768 || maxUlpdu > 65535))
+        throw new UsageError(`--max-ulpdu must be an integer 64768..65535 (got ${f.maxUlpdu})`);
       return {
-        transport: mpaTcp({ params }),
+        // Interop deviations (off by default, docs/MPA.md): longer received ULPDUs, an early responder FPDU.
+        transport: mpaTcp({
+          params,
+          ...(maxUlpdu !== undefined ? { maxUlpduLength: maxUlpdu } : {}),
+          ...(f.tolerateEarlyFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
+        }),
         connectParams: params,
         listenParams,
         profileOf: (c) => ((c.setup.negotiated as { rdmac?: boolean }).rdmac ? 'rdmac' : 'ietf'),
@@ -73,8 +85,10 @@ export function toolTransport(f: TransportFlags): ToolTransport {
     }
     case 'sctp':
       // RFC 5043 over the npm `sctp` package, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1).
-      if (f.mpaRev !== undefined || f.p2p !== undefined || f.markers)
-        throw new UsageError('--mpa-rev, --p2p and --markers apply to --transport tcp only');
+      if (f.mpaRev !== undefined || f.p2p !== undefined || f.markers || f.maxUlpdu !== undefined || f.tolerateEarlyFpdu)
+        throw new UsageError(
+          '--mpa-rev, --p2p, --markers, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
+        );
       return {
         transport: sctp({ encapsulation: 'udp' }),
         connectParams: {},

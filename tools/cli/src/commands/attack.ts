@@ -13,6 +13,7 @@ import { udp } from '@rddp/llp-udp';
 import type { Command } from 'commander';
 import { ATTACKS, type Attack, attackNamed } from '../attack/attacks.js';
 import { runAttackTarget, type TargetPorts, type TargetStats } from '../attack/target.js';
+import { integerIn } from '../flags.js';
 import { toolTransport, UsageError } from '../transports.js';
 import { rpingClient } from './rping.js';
 
@@ -218,16 +219,19 @@ export function registerAttack(program: Command): void {
       'put a long-running server (its own process) under a hostile peer, with an honest client throughout; checks RSS, handles and the honest client',
     )
     .argument('[names...]', `attacks to run (default all): ${ATTACKS.map((a) => a.name).join(', ')}`)
-    .option('--seconds <n>', 'how long each attack runs', '60')
-    .option('--budget <MiB>', 'allowed RSS growth of the server', '32')
-    .option('--settle <n>', 'seconds allowed for handles to return to the baseline after the attacker left', '15')
+    .option('--seconds <n>', 'how long each attack runs', integerIn(1, 86_400), '60')
+    .option('--budget <MiB>', 'allowed RSS and heap growth of the server under attack', integerIn(1, 65_536), '32')
+    .option(
+      '--settle <n>',
+      'seconds allowed for handles to return to the baseline after the attacker left',
+      integerIn(0, 3600),
+      '15',
+    )
     .option('--json', 'one JSON object per attack instead of the table')
     .action(async (names: string[], opts: { seconds: string; budget: string; settle: string; json?: boolean }) => {
       const seconds = Number(opts.seconds);
       const budgetMiB = Number(opts.budget);
       const settleSeconds = Number(opts.settle);
-      if (!(seconds > 0) || !(budgetMiB > 0) || !(settleSeconds >= 0))
-        throw new UsageError('--seconds, --budget and --settle must be positive numbers');
       const chosen = names.length === 0 ? ATTACKS : names.map((n) => attackNamed(n));
       const unknown = names.filter((_, i) => chosen[i] === undefined);
       if (unknown.length > 0)

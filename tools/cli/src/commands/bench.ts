@@ -23,6 +23,7 @@ import {
   toSvgChart,
 } from '../bench/report.js';
 import { median } from '../bench/stats.js';
+import { integerIn, numberIn } from '../flags.js';
 
 interface BenchOptions {
   json?: boolean;
@@ -204,8 +205,13 @@ export function registerBench(program: Command): void {
     )
     .option('--json', 'one JSON object per figure: {"name","unit","value","baseline","ratio"}')
     .option('--out <dir>', 'also write bench.md, bench.jsonl and bandwidth.svg there')
-    .option('--rounds <n>', 'alternating rounds per figure (medians of both sides)', '9')
-    .option('--warmup <seconds>', 'unrecorded warm-up per subject and baseline before its rounds', '1')
+    .option('--rounds <n>', 'alternating rounds per figure (medians of both sides)', integerIn(1, 1000), '9')
+    .option(
+      '--warmup <seconds>',
+      'unrecorded warm-up per subject and baseline before its rounds',
+      numberIn(0, 3600),
+      '1',
+    )
     .option('--quick', 'an eighth of the data, for a fast look')
     .addHelpText('after', '\nExamples:\n  rddp bench --json\n  rddp bench --out bench-results --rounds 3')
     .action(async (o: BenchOptions) => {

@@ -5,9 +5,11 @@
 import type { LlpConnection } from '@rddp/llp';
 import type { Command } from 'commander';
 import { firstValueFrom } from 'rxjs';
+import { integerIn } from '../flags.js';
 import { perfClient, perfServe } from '../perf/engine.js';
 import { bwHeader, RULE } from '../perf/format.js';
-import { type ToolTransport, toolTransport } from '../transports.js';
+import { PERF_DEFAULT_MAX_SIZE } from '../perf/hello.js';
+import { type ToolTransport, toolTransport, UsageError } from '../transports.js';
 import { resultLine } from './perf.js';
 import { rpingClient, rpingServe } from './rping.js';
 
@@ -23,6 +25,10 @@ async function pair(tt: ToolTransport): Promise<[LlpConnection, LlpConnection]> 
   return [client, server];
 }
 
+/** The demo's flag ranges: at least one ping, at least the sweep's first size (64 octets). */
+export const DEMO_MAX_PINGS = 1_000_000;
+export const DEMO_MIN_SIZE = 64;
+
 export interface DemoOptions {
   pings: number;
   maxSize: number;
@@ -30,6 +36,12 @@ export interface DemoOptions {
 }
 
 export async function runDemo(o: DemoOptions, print: (s: string) => void): Promise<boolean> {
+  const range = (name: string, v: number, min: number, max: number) => {
+    if (!Number.isInteger(v) || v < min || v > max)
+      throw new UsageError(`${name} must be an integer in ${min}..${max} (got ${v})`);
+  };
+  range('--pings', o.pings, 1, DEMO_MAX_PINGS);
+  range('--max-size', o.maxSize, DEMO_MIN_SIZE, PERF_DEFAULT_MAX_SIZE);
   const tt = toolTransport({ transport: 'tcp', mpaRev: '2', crc: true });
   print('rddp demo: iWARP (RDMAP / DDP / MPA with CRC32c, MPA revision 2) over TCP on 127.0.0.1');
   print('');
@@ -85,8 +97,13 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('the main demo: rping with validation and an RDMA Write bandwidth sweep over MPA/TCP on 127.0.0.1')
-    .option('-C, --pings <n>', 'rping count', '200')
-    .option('--max-size <octets>', 'largest write_bw size', String(4 << 20))
+    .option('-C, --pings <n>', `rping count (1..${DEMO_MAX_PINGS})`, integerIn(1, DEMO_MAX_PINGS), '200')
+    .option(
+      '--max-size <octets>',
+      `largest write_bw size (${DEMO_MIN_SIZE}..${PERF_DEFAULT_MAX_SIZE})`,
+      integerIn(DEMO_MIN_SIZE, PERF_DEFAULT_MAX_SIZE),
+      String(4 << 20),
+    )
     .option('--quick', 'fewer iterations')
     .addHelpText('after', '\nExample:\n  $ tools/rddp demo\n  $ tools/rddp demo --quick')
     .action(async (raw: { pings: string; maxSize: string; quick?: boolean }) => {

@@ -1,5 +1,6 @@
 /** `rddp fuzz` — the seedable mutational fuzzer over MPA, DDP and RDMAP parsers (`pnpm fuzz --minutes N`). */
 import type { Command } from 'commander';
+import { integerIn, positiveUpTo } from '../flags.js';
 import { fuzz, TARGETS } from '../fuzz/targets.js';
 import { UsageError } from '../transports.js';
 
@@ -7,8 +8,13 @@ export function registerFuzz(program: Command): void {
   program
     .command('fuzz')
     .description('mutational fuzzing of the MPA FPDU reader, MPA frames and the RDMAP/DDP receive path')
-    .option('--minutes <n>', 'total running time, shared by the targets', '1')
-    .option('--seed <n>', 'first seed (each input uses seed + index: a failure names its seed)', '1')
+    .option('--minutes <n>', 'total running time, shared by the targets', positiveUpTo(10_080), '1')
+    .option(
+      '--seed <n>',
+      'first seed (each input uses seed + index: a failure names its seed)',
+      integerIn(0, 0xffff_ffff),
+      '1',
+    )
     .option('--target <name>', `only this target (${TARGETS.map((t) => t.name).join(', ')})`)
     .option('--json', 'one JSON object per target')
     .addHelpText(

@@ -6,6 +6,7 @@ import type { LlpConnection } from '@rddp/llp';
 import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
+import { integerIn } from '../flags.js';
 import {
   aggregate,
   PERF_TESTS,
@@ -26,6 +27,7 @@ import {
   PERF_MAX_ITERS,
   PERF_MAX_TX_DEPTH,
   type PerfServerLimits,
+  type PerfServerRun,
 } from '../perf/hello.js';
 import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
 
@@ -39,6 +41,9 @@ export interface PerfOptions {
   mpaRev?: string;
   crc?: boolean;
   markers?: boolean;
+  /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
+  maxUlpdu?: string;
+  tolerateEarlyFpdu?: boolean;
   txDepth: string;
   json?: boolean;
   verify: boolean;
@@ -51,7 +56,14 @@ export interface PerfOptions {
   maxMemory?: string;
   /** Server: keep serving clients (each connection on its own) instead of exiting after one. */
   persistent?: boolean;
+  /** Server: the address to listen on (perftest's --bind_source_ip); default every address. */
+  bindSourceIp?: string;
 }
+
+/** Where a server listens unless --bind_source_ip says otherwise: every IPv4 address. */
+export const PERF_DEFAULT_BIND = '0.0.0.0';
+/** perftest's -s range here: 1 octet to 1 GiB. */
+const PERF_MAX_MESSAGE = 1 << 30;
 
 function int(flag: string, v: string, min: number, max: number): number {
   const n = Number(v);
@@ -63,7 +75,7 @@ function int(flag: string, v: string, min: number, max: number): number {
 export function perfParams(test: string, o: PerfOptions): PerfParams {
   if (!(PERF_TESTS as readonly string[]).includes(test))
     throw new UsageError(`unknown test '${test}' (one of: ${PERF_TESTS.join(', ')})`);
-  const size = int('-s', o.size, 1, 1 << 30);
+  const size = int('-s', o.size, 1, PERF_MAX_MESSAGE);
   return {
     test: test as PerfTest,
     sizes: o.all ? allSizes() : [size],
@@ -80,6 +92,29 @@ export function serverLimits(o: PerfOptions): PerfServerLimits {
     maxSize: o.maxSize === undefined ? PERF_DEFAULT_MAX_SIZE : int('--max-size', o.maxSize, 1, 1 << 30),
     maxMemory: o.maxMemory === undefined ? PERF_DEFAULT_MAX_MEMORY : int('--max-memory', o.maxMemory, 1, 2 ** 40),
   };
+}
+
+/**
+ * What the server's own flags fix for its clients: the ones given on its command line (-s or -a, -n,
+ * -D). perftest's ends exchange parameters and refuse a mismatch; defaults follow the client.
+ */
+export function serverRun(
+  p: PerfParams,
+  given: (flag: 'size' | 'all' | 'iters' | 'duration') => boolean,
+): PerfServerRun {
+  return {
+    ...(given('size') || given('all') ? { sizes: p.sizes } : {}),
+    ...(given('iters') ? { iters: p.iters } : {}),
+    ...(given('duration') && p.durationS !== undefined ? { durationS: p.durationS } : {}),
+  };
+}
+
+/** Resolves at SIGINT or SIGTERM: how a persistent server is stopped (exit 0, as Ctrl-C ends a server). */
+function stopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
 }
 
 export function printHeader(p: PerfParams, tt: string, print: (s: string) => void): void {
@@ -198,11 +233,15 @@ export function registerPerf(program: Command): void {
     .description('perftest-style measurements: server without an address, client with the server address')
     .argument('<test>', `one of ${PERF_TESTS.join(', ')}`)
     .argument('[server]', 'server address (client mode); omit to run the server')
-    .option('-p, --port <port>', 'port', '18515')
-    .option('-s, --size <octets>', 'message size', '65536')
-    .option('-n, --iters <n>', 'iterations per size', '1000')
+    .option('-p, --port <port>', 'port', integerIn(0, 65535), '18515')
+    .option('-s, --size <octets>', 'message size', integerIn(1, PERF_MAX_MESSAGE), '65536')
+    .option('-n, --iters <n>', 'iterations per size', integerIn(1, PERF_MAX_ITERS), '1000')
     .option('-a, --all', 'all sizes from 2 octets to 8 MiB, doubling')
-    .option('-D, --duration <seconds>', 'run each size for this many seconds instead of -n iterations')
+    .option(
+      '-D, --duration <seconds>',
+      'run each size for this many seconds instead of -n iterations',
+      integerIn(1, PERF_MAX_DURATION_S),
+    )
     .addOption(
       new Option('--transport <name>', 'LLP to run on: tcp (MPA), sctp (RFC 5043), loopback')
         .choices([...TRANSPORT_NAMES])
@@ -212,21 +251,38 @@ export function registerPerf(program: Command): void {
     .option('--crc', 'ask for MPA CRCs (default)')
     .option('--no-crc', 'do not ask for MPA CRCs')
     .option('--markers', 'ask for MPA Markers towards this end')
-    .option('-t, --tx-depth <n>', 'operations outstanding at once (bandwidth tests)', '64')
-    .option('--outstanding <n>', 'alias of --tx-depth')
+    .option(
+      '--max-ulpdu <n>',
+      'interop deviation: accept received ULPDUs up to this length (64768..65535; RFC 5044 §3 says 64768)',
+      integerIn(64768, 65535),
+    )
+    .option(
+      '--tolerate-early-fpdu',
+      'interop deviation (initiator): accept an FPDU from the responder before ours (RFC 5044 §7.1.2 forbids it)',
+    )
+    .option(
+      '-t, --tx-depth <n>',
+      'operations outstanding at once (bandwidth tests)',
+      integerIn(1, PERF_MAX_TX_DEPTH),
+      '64',
+    )
+    .option('--outstanding <n>', 'alias of --tx-depth', integerIn(1, PERF_MAX_TX_DEPTH))
     .option('--json', 'one JSON object per size instead of the table')
     .option('--no-verify', 'skip the end-of-size data check')
     .option('--loopback', 'run server and client in this process')
-    .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', '1')
+    .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', integerIn(1, 65535), '1')
     .option(
       '--max-size <octets>',
       `server: largest message size a client may ask for (default ${PERF_DEFAULT_MAX_SIZE})`,
+      integerIn(1, PERF_MAX_MESSAGE),
     )
     .option(
       '--max-memory <octets>',
       `server: octets of buffers its clients may make it hold at once (default ${PERF_DEFAULT_MAX_MEMORY})`,
+      integerIn(1, 2 ** 40),
     )
-    .option('--persistent', 'server: keep serving clients, each connection on its own, until stopped')
+    .option('--persistent', 'server: keep serving clients, each connection on its own, until SIGINT or SIGTERM')
+    .option('--bind_source_ip <addr>', `server: the address to listen on (default ${PERF_DEFAULT_BIND}, every address)`)
     .option(
       '-d, --debug',
       'protocol events on stderr: the negotiated LLP parameters (MPA revision, CRC, Markers, RTR), Terminates',
@@ -235,70 +291,92 @@ export function registerPerf(program: Command): void {
       'after',
       '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc',
     )
-    .action(async (test: string, server: string | undefined, raw: PerfOptions & { outstanding?: string }) => {
-      const o: PerfOptions = { ...raw, ...(raw.outstanding ? { txDepth: raw.outstanding } : {}) };
-      const print = (s: string) => console.log(s);
-      if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
-      const debugConn = (c: LlpConnection) =>
-        perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
-      if (o.loopback) {
-        await perfLoopback(test, o, print);
-        return;
-      }
-      const tt = toolTransport(o);
-      const port = int('-p', o.port, 0, 65535);
-      if (server === undefined) {
-        perfParams(test, o); // flag errors show on the server too
-        const limits = serverLimits(o);
-        const serveOptions: PerfServeOptions = { limits, test: test as PerfTest };
-        const log = (s: string) => console.error(`rddp perf: ${s}`);
-        const listener = await tt.transport.listen({ host: '0.0.0.0', port }, { params: tt.listenParams });
-        console.error(`rddp perf: ${test} server listening on port ${listener.address.port} (${o.transport})`);
-        if (o.persistent) {
-          // Each client on its own; one budget for all of them; a refused or failed client is logged.
-          const budget = new MemoryBudget(limits.maxMemory);
-          listener.connections$.subscribe((conn) => {
-            debugConn(conn);
-            const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
-            perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
-              (results) => printResults(test, o, results, print),
-              (e: Error) => log(`${peer}: ${e.message}`),
-            );
-          });
-          await new Promise<never>(() => {}); // until the process is stopped
+    .action(
+      async (
+        test: string,
+        server: string | undefined,
+        raw: PerfOptions & { outstanding?: string; bind_source_ip?: string },
+        cmd: Command,
+      ) => {
+        const o: PerfOptions = {
+          ...raw,
+          ...(raw.outstanding ? { txDepth: raw.outstanding } : {}),
+          ...(raw.bind_source_ip !== undefined ? { bindSourceIp: raw.bind_source_ip } : {}),
+        };
+        const print = (s: string) => console.log(s);
+        if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
+        const debugConn = (c: LlpConnection) =>
+          perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
+        if (o.loopback) {
+          await perfLoopback(test, o, print);
+          return;
         }
-        const conn = await firstValueFrom(listener.connections$);
-        debugConn(conn);
-        await listener.close();
-        printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print);
-        return;
-      }
-      const p = perfParams(test, o);
-      const conn = await tt.transport.connect(
-        { host: server, port },
-        { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
-      );
-      if (!o.json) printHeader(p, o.transport, print);
-      const bar =
-        process.stderr.isTTY && !o.json && p.sizes.length > 1
-          ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
-          : undefined;
-      bar?.start(p.sizes.length, 0);
-      const results = await perfClientStreams(
-        conn,
-        tt,
-        p,
-        (r) => {
-          if (bar) process.stderr.write('\r\x1b[K');
-          print(o.json ? JSON.stringify(r) : resultLine(r));
-        },
-        (d) => bar?.update(d),
-      );
-      bar?.stop();
-      if (!o.json) print(RULE);
-      if (results.some((r) => !r.verified)) {
-        process.exitCode = 1;
-        console.error('rddp perf: data verification failed');
-      }
-    });
+        const tt = toolTransport(o);
+        const port = int('-p', o.port, 0, 65535);
+        if (server === undefined) {
+          const p = perfParams(test, o); // flag errors show on the server too
+          const limits = serverLimits(o);
+          // -s/-a, -n, -D given to the server fix the run: a client asking for another is refused.
+          const run = serverRun(p, (flag) => cmd.getOptionValueSource(flag) === 'cli');
+          const serveOptions: PerfServeOptions = { limits, test: test as PerfTest, run };
+          const log = (s: string) => console.error(`rddp perf: ${s}`);
+          const host = o.bindSourceIp ?? PERF_DEFAULT_BIND;
+          const listener = await tt.transport.listen({ host, port }, { params: tt.listenParams });
+          // --persistent: SIGINT/SIGTERM are taken before the listening line, so a stop right after it is clean.
+          const stopped = o.persistent ? stopSignal() : undefined;
+          console.error(
+            `rddp perf: ${test} server listening on ${listener.address.host ?? host}:${listener.address.port} (${o.transport})`,
+          );
+          if (o.persistent) {
+            // Each client on its own; one budget for all of them; a refused or failed client is logged.
+            const budget = new MemoryBudget(limits.maxMemory);
+            listener.connections$.subscribe((conn) => {
+              debugConn(conn);
+              const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
+              perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
+                (results) => printResults(test, o, results, print),
+                (e: Error) => log(`${peer}: ${e.message}`),
+              );
+            });
+            const signal = await stopped;
+            await listener.close();
+            log(`${signal}: stopped`);
+            process.exit(0);
+          }
+          const conn = await firstValueFrom(listener.connections$);
+          debugConn(conn);
+          await listener.close();
+          printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print);
+          return;
+        }
+        if (o.bindSourceIp !== undefined) throw new UsageError('--bind_source_ip applies to the server');
+        const p = perfParams(test, o);
+        const conn = await tt.transport.connect(
+          { host: server, port },
+          { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
+        );
+        if (!o.json) printHeader(p, o.transport, print);
+        const bar =
+          process.stderr.isTTY && !o.json && p.sizes.length > 1
+            ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
+            : undefined;
+        bar?.start(p.sizes.length, 0);
+        const results = await perfClientStreams(
+          conn,
+          tt,
+          p,
+          (r) => {
+            if (bar) process.stderr.write('\r\x1b[K');
+            print(o.json ? JSON.stringify(r) : resultLine(r));
+          },
+          (d) => bar?.update(d),
+        );
+        bar?.stop();
+        if (!o.json) print(RULE);
+        if (results.some((r) => !r.verified)) {
+          process.exitCode = 1;
+          console.error('rddp perf: data verification failed');
+        }
+      },
+    );
 }

@@ -3,10 +3,18 @@
  * (src/rping/protocol.ts), so it can face a real rping over Linux siw.
  */
 import { Access } from '@rddp/ddp';
-import type { LlpConnection } from '@rddp/llp';
+import type { LlpConnection, LlpListener } from '@rddp/llp';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
-import { RpingAdvertisementTooLargeError, RpingBogusDataError, RpingError } from '../rping/errors.js';
+import { integerIn } from '../flags.js';
+import { PeerWatch } from '../peer.js';
+import { MemoryBudget } from '../perf/hello.js';
+import {
+  RpingAdvertisementTooLargeError,
+  RpingBogusDataError,
+  RpingError,
+  RpingServerBusyError,
+} from '../rping/errors.js';
 import {
   cString,
   cStringLength,
@@ -36,15 +44,28 @@ export interface RpingOptions {
   mpaRev?: string;
   crc?: boolean;
   markers?: boolean;
+  /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
+  maxUlpdu?: string;
+  tolerateEarlyFpdu?: boolean;
   p2p?: string;
+  /** librdmacm's -P: serve clients one after another, or concurrently, until stopped. */
+  persistent?: boolean;
+  /** -P: clients served at once; more are refused. */
+  maxClients?: string;
+  /** -P: octets of ping buffers all clients together may make the server hold. */
+  maxMemory?: string;
 }
 
 /** Largest ping a server follows a client to (its own -S may be smaller). */
 const RPING_SERVER_MAX = 64 * 1024 * 1024;
 /** How long the Terminate and the close after it may take before the LLP connection is aborted. */
 const TERMINATE_WITHIN_MS = 2000;
+/** -P defaults: clients served at once, and the octets of ping buffers they may make the server hold. */
+export const RPING_DEFAULT_MAX_CLIENTS = 64;
+export const RPING_DEFAULT_MAX_MEMORY = 256 << 20;
 
-type Out = { log(s: string): void; debug(s: string): void };
+/** log: stdout; debug: stderr under -d; note: stderr always (-P's line per client). */
+type Out = { log(s: string): void; debug(s: string): void; note?(s: string): void };
 
 function int(name: string, v: string, min: number, max: number): number {
   const n = Number(v);
@@ -61,6 +82,7 @@ export async function rpingClient(
   out: Out,
 ): Promise<void> {
   const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug });
+  const watch = new PeerWatch(conn, s.rdmap.terminate$);
   const startBuf = new Uint8Array(o.size);
   const rdmaBuf = new Uint8Array(o.size);
   // Least access each buffer needs: the server reads the source, writes the sink.
@@ -88,6 +110,9 @@ export async function rpingClient(
       if (o.verbose) out.log(`ping data: ${cString(rdmaBuf)}`);
       rdmaBuf.fill(0);
     }
+  } catch (e) {
+    // A Terminate, a reset or a close in mid-run: say so, not which operation it flushed.
+    throw await watch.explain(e);
   } finally {
     await s.close().catch(() => {});
   }
@@ -97,32 +122,53 @@ export async function rpingClient(
 export async function rpingServe(
   conn: LlpConnection,
   tt: ToolTransport,
-  o: { size: number; verbose: boolean },
+  o: { size: number; verbose: boolean; budget?: MemoryBudget },
   out: Out,
 ): Promise<number> {
   const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug });
-  let rdmaBuf = new Uint8Array(o.size);
-  let local = s.register(rdmaBuf, Access.LocalRead | Access.LocalWrite);
+  const watch = new PeerWatch(conn, s.rdmap.terminate$);
+  const budget = o.budget;
+  let reserved = 0;
+  let rdmaBuf = new Uint8Array(0);
+  let local = { stag: 0, addr: 0n };
   const recvBuf = new Uint8Array(RPING_INFO_LENGTH);
+  // rping.c's server never formats its send buffer: its go-ahead and done Sends carry 16 zero octets.
   const sendBuf = new Uint8Array(RPING_INFO_LENGTH);
   let pings = 0;
-  s.postReceive(recvBuf);
-  for (;;) {
-    try {
-      if (!(await serveOne())) return pings;
-    } catch (e) {
-      if (e instanceof RpingError) {
-        // A bad advertisement (rping.c fails the connection): RFC 5040 §6.2.1 abortive termination.
-        await s.terminate(TERMINATE_WITHIN_MS);
-        throw e;
+  try {
+    s.postReceive(recvBuf);
+    for (;;) {
+      try {
+        if (rdmaBuf.length === 0) resize(o.size); // the first buffer, within the budget
+        if (!(await serveOne())) return pings;
+      } catch (e) {
+        if (e instanceof RpingError) {
+          // A bad advertisement (rping.c fails the connection): RFC 5040 §6.2.1 abortive termination.
+          await s.terminate(TERMINATE_WITHIN_MS);
+          throw e;
+        }
+        // The client may close as soon as it has our last Send; what was still in flight is flushed then.
+        if (await s.closedGracefully(1000)) return pings;
+        await s.closeWithin(TERMINATE_WITHIN_MS);
+        throw await watch.explain(e);
       }
-      // The client may close as soon as it has our last Send; what was still in flight is flushed then.
-      if (await s.closedGracefully(1000)) return pings;
-      await s.closeWithin(TERMINATE_WITHIN_MS);
-      throw e;
+      out.debug(`ping ${pings}: done`);
+      pings++;
     }
-    out.debug(`ping ${pings}: done`);
-    pings++;
+  } finally {
+    budget?.release(reserved);
+  }
+
+  /** This end's ping buffer, `size` octets, within the budget it shares with other clients (-P). */
+  function resize(size: number): void {
+    if (budget) {
+      const more = size - reserved;
+      if (!budget.reserve(more)) throw new RpingServerBusyError(size, budget.inUse, budget.limit);
+      reserved = size;
+    }
+    if (rdmaBuf.length > 0) s.stags.deregister(local.stag);
+    rdmaBuf = new Uint8Array(size);
+    local = s.register(rdmaBuf, Access.LocalRead | Access.LocalWrite);
   }
 
   /** struct rping_rdma_info, exactly 16 octets, as rping.c's server_recv() takes it. */
@@ -143,11 +189,8 @@ export async function rpingServe(
     if (src.size > rdmaBuf.length) {
       // The client pings with more than this end's -S: follow it, within bounds.
       if (src.size > RPING_SERVER_MAX) throw new RpingAdvertisementTooLargeError(src.size, RPING_SERVER_MAX);
-      s.stags.deregister(local.stag);
-      rdmaBuf = new Uint8Array(src.size);
-      local = s.register(rdmaBuf, Access.LocalRead | Access.LocalWrite);
+      resize(src.size);
     }
-    encodeInfo({ addr: local.addr, rkey: local.stag, size: rdmaBuf.length }, sendBuf);
     const len = src.size;
     s.postReceive(recvBuf);
     await s.post({
@@ -176,6 +219,11 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
   const port = int('-p', o.port, 0, 65535);
   const size = int('-S', o.size, RPING_MIN_SIZE, RPING_MAX_SIZE);
   const count = o.count === undefined ? 0 : int('-C', o.count, 0, 2 ** 31 - 1);
+  if (o.persistent && o.client) throw new UsageError('-P applies to the server (-s)');
+  const maxClients =
+    o.maxClients === undefined ? RPING_DEFAULT_MAX_CLIENTS : int('--max-clients', o.maxClients, 1, 65535);
+  const maxMemory =
+    o.maxMemory === undefined ? RPING_DEFAULT_MAX_MEMORY : int('--max-memory', o.maxMemory, RPING_MIN_SIZE, 2 ** 40);
   const tt = toolTransport(o);
   if (o.client) {
     out.debug(`connecting to ${o.addr}:${port} over ${o.transport}`);
@@ -188,14 +236,64 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
     out.debug('client done');
     return;
   }
+  // -P: SIGINT/SIGTERM are taken before any listening line, so a stop right after it is clean.
+  const stopped = o.persistent
+    ? new Promise<string>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      })
+    : undefined;
   const listener = await tt.transport.listen({ host: o.addr, port }, { params: tt.listenParams });
   out.debug(`listening on ${listener.address.host}:${listener.address.port} over ${o.transport}`);
   listener.errors$.subscribe((e) => out.debug(`connection setup failed: ${e.message}`));
+  if (stopped) {
+    await servePersistent(listener, tt, { size, verbose: !!o.verbose, maxClients, maxMemory }, stopped, out);
+    return;
+  }
   const conn = await firstValueFrom(listener.connections$);
   await listener.close();
   out.debug(`accepted ${conn.remoteAddress.host}:${conn.remoteAddress.port}: ${JSON.stringify(conn.setup.negotiated)}`);
   const pings = await rpingServe(conn, tt, { size, verbose: !!o.verbose }, out);
   out.debug(`served ${pings} pings`);
+}
+
+/**
+ * librdmacm's `rping -s -P`: every client served on its own, concurrently (rping.c: a thread each), until
+ * SIGINT or SIGTERM. A failing client ends its own connection only; one line per client on stderr.
+ */
+async function servePersistent(
+  listener: LlpListener,
+  tt: ToolTransport,
+  o: { size: number; verbose: boolean; maxClients: number; maxMemory: number },
+  stopped: Promise<string>,
+  out: Out,
+): Promise<void> {
+  const note = out.note ?? out.debug;
+  const budget = new MemoryBudget(o.maxMemory);
+  const active = new Set<LlpConnection>();
+  note(`persistent server listening on ${listener.address.host}:${listener.address.port}`);
+  const accepting = listener.connections$.subscribe((conn) => {
+    const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
+    if (active.size >= o.maxClients) {
+      note(`${peer}: refused: ${active.size} clients served at once (--max-clients ${o.maxClients})`);
+      conn.abort();
+      return;
+    }
+    active.add(conn);
+    out.debug(`accepted ${peer}: ${JSON.stringify(conn.setup.negotiated)}`);
+    rpingServe(conn, tt, { size: o.size, verbose: o.verbose, budget }, out)
+      .then(
+        (pings) => note(`${peer}: served ${pings} pings`),
+        (e: { message?: string; code?: string }) =>
+          note(`${peer}: failed: ${e.message ?? String(e)}${e.code ? ` (${e.code})` : ''}`),
+      )
+      .finally(() => active.delete(conn));
+  });
+  const signal = await stopped;
+  accepting.unsubscribe();
+  await listener.close();
+  for (const conn of active) conn.abort();
+  note(`${signal}: stopped`);
 }
 
 export function registerRping(program: Command): void {
@@ -207,9 +305,15 @@ export function registerRping(program: Command): void {
     .option('-s', 'server')
     .option('-c', 'client')
     .option('-a <addr>', 'address (server: bind; client: connect to)', '127.0.0.1')
-    .option('-p <port>', 'port', String(RPING_DEFAULT_PORT))
-    .option('-C <count>', 'ping count (default: forever)')
-    .option('-S <size>', `ping data size (${RPING_MIN_SIZE}..)`, String(RPING_DEFAULT_SIZE))
+    .option('-P', 'persistent server: serve clients concurrently until SIGINT or SIGTERM')
+    .option('-p <port>', 'port', integerIn(0, 65535), String(RPING_DEFAULT_PORT))
+    .option('-C <count>', 'ping count (default: forever)', integerIn(0, 2 ** 31 - 1))
+    .option(
+      '-S <size>',
+      `ping data size (${RPING_MIN_SIZE}..${RPING_MAX_SIZE})`,
+      integerIn(RPING_MIN_SIZE, RPING_MAX_SIZE),
+      String(RPING_DEFAULT_SIZE),
+    )
     .option('-v', 'print ping data')
     .option('-V', 'validate ping data')
     .option('-d', 'debug: protocol events')
@@ -219,12 +323,31 @@ export function registerRping(program: Command): void {
     .option('--no-crc', 'do not ask for MPA CRCs (used anyway if the peer asks)')
     .option('--markers', 'ask the peer to put MPA Markers in the FPDUs this end receives')
     .option(
+      '--max-ulpdu <n>',
+      'interop deviation: accept received ULPDUs up to this length (64768..65535; RFC 5044 §3 says 64768)',
+      integerIn(64768, 65535),
+    )
+    .option(
+      '--tolerate-early-fpdu',
+      'interop deviation (initiator): accept an FPDU from the responder before ours (RFC 5044 §7.1.2 forbids it)',
+    )
+    .option(
       '--p2p <rtr>',
       'initiator: RFC 6581 peer-to-peer mode with this RTR (write, read or send); needs --mpa-rev 2',
     )
+    .option(
+      '--max-clients <n>',
+      `-P: clients served at once, more are refused (default ${RPING_DEFAULT_MAX_CLIENTS})`,
+      integerIn(1, 65535),
+    )
+    .option(
+      '--max-memory <octets>',
+      `-P: octets of ping buffers all clients may make the server hold (default ${RPING_DEFAULT_MAX_MEMORY})`,
+      integerIn(RPING_MIN_SIZE, 2 ** 40),
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  rddp rping -s -a 127.0.0.1\n  rddp rping -c -a 127.0.0.1 -C 100 -S 4096 -V\n  rddp rping -c -a 127.0.0.1 -C 10 -v --mpa-rev 2 --p2p read',
+      '\nExamples:\n  rddp rping -s -a 127.0.0.1\n  rddp rping -s -P -a 127.0.0.1\n  rddp rping -c -a 127.0.0.1 -C 100 -S 4096 -V\n  rddp rping -c -a 127.0.0.1 -C 10 -v --mpa-rev 2 --p2p read',
     )
     .action(async (raw: Record<string, string | boolean | undefined>) => {
       const o: RpingOptions = {
@@ -242,11 +365,16 @@ export function registerRping(program: Command): void {
         crc: raw.crc as boolean | undefined,
         markers: raw.markers as boolean | undefined,
         p2p: raw.p2p as string | undefined,
+        persistent: raw.P as boolean | undefined,
+        maxClients: raw.maxClients as string | undefined,
+        maxMemory: raw.maxMemory as string | undefined,
       };
       const out: Out = {
         log: (s) => console.log(s),
         debug: (s) => (o.debug ? console.error(`rping: ${s}`) : undefined),
+        note: (s) => console.error(`rping: ${s}`),
       };
       await runRping(o, out);
+      if (o.persistent) process.exit(0); // stopped by SIGINT/SIGTERM: the clients' connections were aborted
     });
 }

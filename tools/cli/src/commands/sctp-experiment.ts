@@ -7,6 +7,7 @@ import type { LlpConnection } from '@rddp/llp';
 import type { Command } from 'commander';
 import { firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
+import { integerIn, integerListIn } from '../flags.js';
 import { type PerfResult, perfClient, perfServe } from '../perf/engine.js';
 import { type ToolTransport, toolTransport, UsageError } from '../transports.js';
 
@@ -92,10 +93,10 @@ export function registerSctpExperiment(program: Command): void {
     .description(
       'multi-stream SCTP: aggregate and per-stream RDMA Write bandwidth, and Send latency on a separate stream under that load',
     )
-    .option('--streams <list>', 'bulk stream counts to try (comma-separated)', '1,2,4,8')
-    .option('-s, --size <octets>', 'RDMA Write size on the bulk streams', '16384')
-    .option('-n, --iters <n>', 'Writes per bulk stream', '200')
-    .option('--pings <n>', '64-octet Send ping-pongs on stream 0 during the run', '100')
+    .option('--streams <list>', 'bulk stream counts to try (comma-separated)', integerListIn(1, 1000), '1,2,4,8')
+    .option('-s, --size <octets>', 'RDMA Write size on the bulk streams', integerIn(1, 16 << 20), '16384')
+    .option('-n, --iters <n>', 'Writes per bulk stream', integerIn(1, 1e9), '200')
+    .option('--pings <n>', '64-octet Send ping-pongs on stream 0 during the run', integerIn(1, 1e9), '100')
     .option('--json', 'one JSON object per line')
     .addHelpText('after', '\nExample:\n  rddp sctp-experiment --streams 1,4,16 --json')
     .action(async (raw: { streams: string; size: string; iters: string; pings: string; json?: boolean }) => {

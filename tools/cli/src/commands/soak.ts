@@ -4,6 +4,7 @@
  * second. Fails when RSS after warm-up grows by more than the allowed budget.
  */
 import type { Command } from 'commander';
+import { positiveUpTo } from '../flags.js';
 import { UsageError } from '../transports.js';
 import { perfLoopback } from './perf.js';
 
@@ -59,8 +60,8 @@ export function registerSoak(program: Command): void {
     .description(
       'long run over MPA/TCP (Writes, Reads, Sends, new connections each round) checking that memory stays flat',
     )
-    .option('--minutes <n>', 'how long', '5')
-    .option('--budget <MiB>', 'allowed RSS growth after warm-up', '32')
+    .option('--minutes <n>', 'how long', positiveUpTo(10_080), '5')
+    .option('--budget <MiB>', 'allowed RSS growth after warm-up', positiveUpTo(1 << 20), '32')
     .option('--transport <name>', 'tcp, sctp or loopback', 'tcp')
     .option('--json', 'one JSON sample per second, then a summary')
     .addHelpText('after', '\nExample:\n  pnpm soak --minutes 30')

@@ -8,6 +8,7 @@ import type { LlpConnection } from '@rddp/llp';
 import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import { filter, firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
+import { PeerWatch } from '../peer.js';
 import { RdmaSession } from '../rping/session.js';
 import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError } from './errors.js';
 import type { BwRow, LatRow } from './format.js';
@@ -20,6 +21,7 @@ import {
   MemoryBudget,
   PERF_DEFAULT_LIMITS,
   type PerfServerLimits,
+  type PerfServerRun,
   SEND_CREDIT_BATCH,
   SEND_RECEIVES,
   serverMemory,
@@ -124,6 +126,8 @@ export interface PerfServeOptions {
   readonly budget?: MemoryBudget;
   /** The test this server runs: a HELLO for another is refused. */
   readonly test?: PerfTest;
+  /** The sizes and run length this server's flags fixed: a HELLO asking otherwise is refused. */
+  readonly run?: PerfServerRun;
 }
 
 function maxSize(p: PerfParams): number {
@@ -150,6 +154,7 @@ export async function perfServe(
     ...(profile === 'ietf' ? { extensions: { atomics: true } } : {}),
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
   });
+  const watch = new PeerWatch(conn, s.rdmap.terminate$);
   // One buffer for HELLO; what follows depends on the test.
   s.postReceive(new Uint8Array(CONTROL_SIZE));
   let reserved = 0;
@@ -157,7 +162,7 @@ export async function perfServe(
     const first = await s.recv();
     let hello: Hello;
     try {
-      hello = checkHello(first.buffer.subarray(0, first.byteLength), limits, options.test, profile);
+      hello = checkHello(first.buffer.subarray(0, first.byteLength), limits, options.test, profile, options.run);
       const need = serverMemory(hello.params);
       if (!budget.reserve(need))
         throw new PerfHelloRefusedError(
@@ -174,7 +179,7 @@ export async function perfServe(
     return await serveRun(s, hello, log);
   } catch (e) {
     await s.closeWithin(CLOSE_WITHIN_MS);
-    throw e;
+    throw await watch.explain(e); // the client's Terminate, reset or close in mid-run, if that is what failed
   } finally {
     budget.release(reserved);
   }
@@ -263,6 +268,22 @@ export async function perfClient(
     ...(atomic ? { extensions: { atomics: true } } : {}),
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
   });
+  const watch = new PeerWatch(conn, s.rdmap.terminate$);
+  try {
+    return await clientRun(s, p, onResult, onProgress);
+  } catch (e) {
+    throw await watch.explain(e); // the server's Terminate, reset or close in mid-run, if that is what failed
+  }
+}
+
+/** The client's run on one session: HELLO, every size, RESULT. */
+async function clientRun(
+  s: RdmaSession,
+  p: PerfParams,
+  onResult: (r: PerfResult) => void,
+  onProgress?: (done: number, total: number) => void,
+): Promise<PerfResult[]> {
+  const atomic = p.test.startsWith('atomic');
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = isSend ? undefined : new Control(s);
   const local = new Uint8Array(maxSize(p));

@@ -5,6 +5,7 @@
 
 import { PERF_TESTS, type PerfParams, type PerfResult, type PerfTest } from './engine.js';
 import { PerfBadMessageError, PerfHelloRefusedError } from './errors.js';
+import { allSizes } from './format.js';
 
 /** What a server lets one client ask for. */
 export interface PerfServerLimits {
@@ -65,6 +66,38 @@ export class MemoryBudget {
   }
 }
 
+/**
+ * What a server's own flags fixed (-s or -a, -n, -D). perftest's ends exchange their parameters and
+ * refuse a mismatch; a HELLO asking for another run is refused, never silently served.
+ */
+export interface PerfServerRun {
+  readonly sizes?: readonly number[];
+  readonly iters?: number;
+  readonly durationS?: number;
+}
+
+/** A run's sizes and length as the flags that ask for them: `-s 4096`, `-a`, `-n 1000`, `-D 5`. */
+function sizesFlag(sizes: readonly number[]): string {
+  if (sizes.length === 1) return `-s ${sizes[0]}`;
+  const all = allSizes();
+  return sizes.length === all.length && sizes.every((s, i) => s === all[i]) ? '-a' : `sizes ${q(sizes)}`;
+}
+function lengthFlag(p: { iters: number; durationS?: number | undefined }): string {
+  return p.durationS !== undefined ? `-D ${p.durationS}` : `-n ${p.iters}`;
+}
+
+/** Refuses a run other than the one the server's flags fixed. */
+function checkRun(p: PerfParams, run: PerfServerRun): void {
+  if (run.sizes && (p.sizes.length !== run.sizes.length || p.sizes.some((s, i) => s !== run.sizes?.[i])))
+    throw new PerfHelloRefusedError(
+      `this server runs ${sizesFlag(run.sizes)}, the client asked for ${sizesFlag(p.sizes)}`,
+    );
+  if (run.durationS !== undefined && p.durationS !== run.durationS)
+    throw new PerfHelloRefusedError(`this server runs -D ${run.durationS}, the client asked for ${lengthFlag(p)}`);
+  if (run.iters !== undefined && run.durationS === undefined && (p.durationS !== undefined || p.iters !== run.iters))
+    throw new PerfHelloRefusedError(`this server runs -n ${run.iters}, the client asked for ${lengthFlag(p)}`);
+}
+
 /** A client value quoted in a reason, cut short: reasons go back on the wire and to the log. */
 function q(v: unknown): string {
   const s = JSON.stringify(v) ?? String(v);
@@ -85,13 +118,15 @@ function integer(name: string, v: unknown, min: number, max: number, limitName?:
 
 /**
  * Parses and checks a HELLO (its UTF-8 JSON octets); throws PerfHelloRefusedError with the reason the
- * client is told. `test`: the test this server runs (perftest's ends run the same test).
+ * client is told. `test`: the test this server runs (perftest's ends run the same test); `run`: what
+ * else the server's flags fixed.
  */
 export function checkHello(
   octets: Uint8Array,
   limits: PerfServerLimits,
   test: PerfTest | undefined,
   profile: 'ietf' | 'rdmac',
+  run: PerfServerRun = {},
 ): Hello {
   let msg: unknown;
   try {
@@ -127,6 +162,7 @@ export function checkHello(
     txDepth,
     verify: p.verify,
   };
+  checkRun(params, run);
   const need = serverMemory(params);
   if (need > limits.maxMemory)
     throw new PerfHelloRefusedError(

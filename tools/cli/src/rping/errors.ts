@@ -26,3 +26,15 @@ export class RpingAdvertisementTooLargeError extends RpingError {
     super(`client advertised ${size} octets, over this server's ${max}`);
   }
 }
+
+/** A persistent server (`-P`) whose --max-memory its clients' buffers already hold. */
+export class RpingServerBusyError extends RpingError {
+  readonly code = 'ERR_RPING_SERVER_BUSY';
+  constructor(
+    readonly size: number,
+    readonly inUse: number,
+    readonly max: number,
+  ) {
+    super(`busy: a buffer of ${size} octets asked, ${inUse} of --max-memory ${max} in use`);
+  }
+}

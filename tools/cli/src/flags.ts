@@ -1,0 +1,44 @@
+/**
+ * Parsers for the tools' numeric flags (commander `argParser`): a value out of range is a usage error
+ * (exit 2, one line) before anything runs, never a NaN or an endless loop later.
+ */
+import { InvalidArgumentError } from 'commander';
+
+/** An integer in min..max; the flag keeps its text (the commands' own checks read it again). */
+export function integerIn(min: number, max: number): (v: string) => string {
+  return (v) => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`must be an integer in ${min}..${max}.`);
+    return v;
+  };
+}
+
+/** A number over 0 and at most max (durations, budgets). */
+export function positiveUpTo(max: number): (v: string) => string {
+  return (v) => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n <= 0 || n > max)
+      throw new InvalidArgumentError(`must be a number over 0 and at most ${max}.`);
+    return v;
+  };
+}
+
+/** A number in min..max (a warm-up of 0 seconds, say). */
+export function numberIn(min: number, max: number): (v: string) => string {
+  return (v) => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+      throw new InvalidArgumentError(`must be a number in ${min}..${max}.`);
+    return v;
+  };
+}
+
+/** A comma-separated list of integers in min..max. */
+export function integerListIn(min: number, max: number): (v: string) => string {
+  const one = integerIn(min, max);
+  return (v) => {
+    for (const x of v.split(',')) one(x);
+    return v;
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * What the tools report when a run fails because its peer ended the connection: the peer's Terminate
+ * (RFC 5040 §6.2.1), a reset, or a close in mid-run — rather than the flushed operation it left behind.
+ */
+import type { LlpCloseEvent, LlpConnection } from '@rddp/llp';
+import type { RdmapTerminateEvent } from '@rddp/rdmap';
+import type { Observable } from 'rxjs';
+
+export abstract class PeerEndedError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The peer sent a Terminate (RFC 5040 §5.4): its description says why. */
+export class PeerTerminatedError extends PeerEndedError {
+  readonly code = 'ERR_RDDP_PEER_TERMINATED';
+  constructor(description: string, options?: { cause?: unknown }) {
+    super(`the peer terminated the connection: ${description}`, options);
+  }
+}
+
+/** The peer reset the connection (TCP RST, SCTP ABORT): it failed or was killed. */
+export class PeerResetError extends PeerEndedError {
+  readonly code = 'ERR_RDDP_PEER_RESET';
+  constructor(options?: { cause?: unknown }) {
+    super('the peer reset the connection in mid-run', options);
+  }
+}
+
+/** The peer closed the connection with work outstanding: it was stopped or vanished. */
+export class PeerClosedError extends PeerEndedError {
+  readonly code = 'ERR_RDDP_PEER_CLOSED';
+  constructor(options?: { cause?: unknown }) {
+    super('the peer closed the connection in mid-run (it was stopped or vanished)', options);
+  }
+}
+
+/** Failures that only say the stream ended under an operation (RDMAP's flush, LLP failure). */
+const ENDED_CODES = new Set(['ERR_RDMAP_FLUSHED', 'ERR_RDMAP_LLP_FAILED']);
+
+/** Watches one connection from its start; `explain` turns a failed operation into why the run ended. */
+export class PeerWatch {
+  private terminate: RdmapTerminateEvent | undefined;
+  private closed: LlpCloseEvent | undefined;
+
+  constructor(
+    private readonly connection: LlpConnection,
+    terminate$?: Observable<RdmapTerminateEvent>,
+  ) {
+    terminate$?.subscribe((t) => {
+      if (t.direction === 'received') this.terminate ??= t;
+    });
+    connection.closed$.subscribe((ev) => {
+      this.closed = ev;
+    });
+  }
+
+  /** The error to report for `e`; waits up to `ms` for the connection's end to be known. */
+  async explain(e: unknown, ms = 1000): Promise<unknown> {
+    if (e instanceof PeerEndedError) return e;
+    if (this.terminate) return new PeerTerminatedError(this.terminate.description, { cause: e });
+    const code = (e as { code?: unknown } | undefined)?.code;
+    if (typeof code !== 'string' || !ENDED_CODES.has(code)) return e;
+    const ev = this.closed ?? (await this.closedWithin(ms));
+    if (!ev || ev.initiator !== 'remote') return e;
+    return ev.graceful ? new PeerClosedError({ cause: e }) : new PeerResetError({ cause: e });
+  }
+
+  private closedWithin(ms: number): Promise<LlpCloseEvent | undefined> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(undefined), ms);
+      this.connection.closed$.subscribe((ev) => {
+        clearTimeout(t);
+        resolve(ev);
+      });
+    });
+  }
+}
