@@ -15,6 +15,12 @@ export const DDP_T_FLAG = 0x80;
 export const DDP_L_FLAG = 0x40;
 export const DDP_DV_MASK = 0x03;
 export const TWO_32 = 0x1_0000_0000;
+/** 2^64 − 1: the largest Tagged Offset (§4.2) and the largest 64-bit RDMAP field. */
+export const MAX_U64 = (1n << 64n) - 1n;
+/** An STag as the RFCs' figures print it: `0x` and eight hex digits. */
+export function stagHex(stag: number): string {
+  return `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;
+}
 /** TOs up to 2^53 - 1 are exact as numbers: the hot paths take them without bigint arithmetic. */
 export const MAX_SAFE_TO = BigInt(Number.MAX_SAFE_INTEGER);
 /** Largest 40-bit RsvdULP value (§4.3). */

@@ -31,6 +31,7 @@ import {
   get32,
   headerLength,
   MAX_SAFE_TO,
+  stagHex,
   TWO_32,
 } from './header.js';
 import { type ReceiveSlot, UntaggedQueue } from './queues.js';
@@ -204,7 +205,7 @@ export class Receiver {
         return this.fail(
           DdpErrorType.TaggedBuffer,
           TaggedErrorCode.InvalidStag,
-          `STag 0x${hex(h.stag)} is not valid`,
+          `STag ${stagHex(h.stag)} is not valid`,
           u,
           h,
         );
@@ -212,7 +213,7 @@ export class Receiver {
         return this.fail(
           DdpErrorType.TaggedBuffer,
           TaggedErrorCode.StagNotAssociatedWithStream,
-          `STag 0x${hex(h.stag)} belongs to another protection domain`,
+          `STag ${stagHex(h.stag)} belongs to another protection domain`,
           u,
           h,
         );
@@ -229,7 +230,7 @@ export class Receiver {
         return this.fail(
           DdpErrorType.TaggedBuffer,
           TaggedErrorCode.BaseOrBoundsViolation,
-          `[TO 0x${h.to.toString(16)}, +${n}) is outside STag 0x${hex(h.stag)}'s [0x${r.baseTo.toString(16)}, +${r.length})`,
+          `[TO 0x${h.to.toString(16)}, +${n}) is outside STag ${stagHex(h.stag)}'s [0x${r.baseTo.toString(16)}, +${r.length})`,
           u,
           h,
         );
@@ -383,8 +384,4 @@ export class Receiver {
       ulpHeaderBytes: all.slice(Math.min(hlen, copyLen)),
     });
   }
-}
-
-function hex(n: number): string {
-  return (n >>> 0).toString(16).padStart(8, '0');
 }

@@ -13,10 +13,9 @@
 import { randomFillSync } from 'node:crypto';
 import type { AccessFlags, MemoryRegion, StagTableApi } from './api.js';
 import { DdpInvalidArgumentError, StagTableFullError, UnknownStagError } from './errors.js';
-import { MAX_SAFE_TO } from './header.js';
+import { MAX_SAFE_TO, MAX_U64 } from './header.js';
 
 const MAX_INDEX = 0xff_ffff;
-const MAX_TO = (1n << 64n) - 1n;
 /** Freed indexes held back before reuse: the last this many (RFC 5042 §5.1.2: no quick STag reuse). */
 export const STAG_QUARANTINE = 1 << 16;
 /** Random draws before falling back to a scan (only a nearly full index space gets there). */
@@ -100,7 +99,7 @@ export class StagTable implements StagTableApi {
     if (!Number.isInteger(length) || length < 0 || length > o.buffer.length)
       throw new DdpInvalidArgumentError(`length ${length} is outside the buffer's ${o.buffer.length} octets`);
     const baseTo = o.baseTo ?? 0n;
-    if (baseTo < 0n || baseTo + BigInt(length) - 1n > MAX_TO)
+    if (baseTo < 0n || baseTo + BigInt(length) - 1n > MAX_U64)
       throw new DdpInvalidArgumentError('the region would extend past TO 2^64-1 (RFC 5041 §7.1: TO must not wrap)');
     if (!Number.isInteger(o.pdId) || o.pdId < 0)
       throw new DdpInvalidArgumentError(`invalid protection domain ${o.pdId}`);
@@ -239,7 +238,7 @@ export function regionOffset(r: MemoryRegion, to: bigint, length: number): numbe
     return off < 0 || off + length > r.length ? 'bounds' : off;
   }
   const end = to + BigInt(length);
-  if (end > MAX_TO + 1n) return 'wrap';
+  if (end > MAX_U64 + 1n) return 'wrap';
   if (to < r.baseTo || end > r.baseTo + BigInt(r.length)) return 'bounds';
   return Number(to - r.baseTo);
 }

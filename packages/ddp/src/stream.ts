@@ -21,11 +21,10 @@ import {
   type UntaggedSend,
 } from './api.js';
 import { DdpInvalidArgumentError, DdpStreamClosedError } from './errors.js';
-import { MAX_UNTAGGED_RSVDULP } from './header.js';
+import { MAX_U64, MAX_UNTAGGED_RSVDULP } from './header.js';
 import { Receiver } from './rx.js';
 import { Transmitter } from './tx.js';
 
-const MAX_TO = (1n << 64n) - 1n;
 const TWO_64 = 1n << 64n;
 /** At or below 2^63 no message (< 2^53 octets) can wrap the TO space: the exact check is skipped. */
 const TO_NO_WRAP = 1n << 63n;
@@ -164,7 +163,7 @@ export class DdpStream implements DdpStreamApi {
     try {
       this.assertCanSend();
       checkU32('STag', stag);
-      if (typeof to !== 'bigint' || to < 0n || to > MAX_TO)
+      if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
         throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
       if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
         throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);

@@ -3,7 +3,7 @@
  * their masks (FetchAdd, CmpSwap) on a naturally aligned 64-bit word of a Tagged Buffer, the responder's
  * check of that word, and the requester's outstanding atomics (bounded with RDMA Reads by ORD).
  */
-import type { MemoryRegion, UlpCheckFailure } from '@rddp/ddp';
+import { MAX_U64, type MemoryRegion, stagHex, type UlpCheckFailure } from '@rddp/ddp';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
 
 /**
@@ -63,10 +63,8 @@ export const ATOMIC_RESPONSE_HEADER_LENGTH = 12;
 /** The operand size and alignment of every atomic operation (RFC 7306: 64 bits, naturally aligned). */
 export const ATOMIC_OPERAND_LENGTH = 8;
 
-const U64_MAX = (1n << 64n) - 1n;
-
 function u64(name: string, v: bigint): bigint {
-  if (typeof v !== 'bigint' || v < 0n || v > U64_MAX) throw new RangeError(`${name} is a 64-bit unsigned bigint`);
+  if (typeof v !== 'bigint' || v < 0n || v > MAX_U64) throw new RangeError(`${name} is a 64-bit unsigned bigint`);
   return v;
 }
 
@@ -129,7 +127,7 @@ export function decodeAtomicResponse(bytes: Uint8Array): AtomicResponseHeader {
  * add, modulo 2^64.
  */
 export function maskedAdd(original: bigint, add: bigint, addMask: bigint): bigint {
-  if (addMask === 0n) return (original + add) & U64_MAX;
+  if (addMask === 0n) return (original + add) & MAX_U64;
   let out = 0n;
   let carry = 0n;
   for (let i = 0n; i < 64n; i++) {
@@ -147,7 +145,7 @@ export function applyAtomic(h: AtomicRequestHeader, original: bigint): bigint {
       return maskedAdd(original, h.addOrSwapData, h.addOrSwapMask);
     case AtomicOpcode.CmpSwap:
       if (((original ^ h.compareData) & h.compareMask) !== 0n) return original;
-      return (original & ~h.addOrSwapMask & U64_MAX) | (h.addOrSwapData & h.addOrSwapMask);
+      return (original & ~h.addOrSwapMask & MAX_U64) | (h.addOrSwapData & h.addOrSwapMask);
     default:
       throw new RangeError(`reserved Atomic OpCode ${h.atomicOpcode}`);
   }
@@ -161,8 +159,6 @@ export function readWord(buffer: Uint8Array, off: number): bigint {
 export function writeWord(buffer: Uint8Array, off: number, value: bigint): void {
   new DataView(buffer.buffer, buffer.byteOffset + off, ATOMIC_OPERAND_LENGTH).setBigUint64(0, value);
 }
-
-const hex = (stag: number) => `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;
 
 /**
  * The responder's checks of an Atomic Request before it executes (RFC 7306, as RFC 5040 §7.2 4a–4d for a
@@ -181,7 +177,7 @@ export function checkAtomicRequest(
       code: RdmaErrorCode.UnexpectedOpcode,
       message: `Atomic OpCode ${h.atomicOpcode}: only FetchAdd (0000b) and CmpSwap (0010b) are defined (RFC 7306)`,
     };
-  const stag = hex(h.remoteStag);
+  const stag = stagHex(h.remoteStag);
   const prot = (code: number, message: string) => ({ type: RdmaErrorType.RemoteProtection, code, message });
   if (region === undefined || !region.valid || region.stag !== h.remoteStag >>> 0)
     return prot(RdmaErrorCode.InvalidStag, `Atomic Request: Remote STag ${stag} is not valid (RFC 7306)`);

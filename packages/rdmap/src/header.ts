@@ -3,6 +3,7 @@
  * STag of the untagged RsvdULP, and the RDMA Read Request Header. The Terminate Header is in
  * `terminate.ts`.
  */
+import { MAX_U64, TWO_32 } from '@rddp/ddp';
 import type { RdmapVersion } from './opcode.js';
 
 /** The RDMAP Control Field (§4.1 Figure 3): RV (2 bits), Rsv (2 bits), OpCode (4 bits). */
@@ -21,8 +22,6 @@ export function encodeControl(rv: RdmapVersion, opcode: number): number {
 export function decodeControl(octet: number): RdmapControl {
   return { rv: (octet >>> 6) & 0b11, reserved: (octet >>> 4) & 0b11, opcode: octet & 0x0f };
 }
-
-const TWO_32 = 0x1_0000_0000;
 
 /**
  * The 40-bit untagged RsvdULP (§4.1): the control octet, then the Invalidate STag (zero unless the
@@ -59,12 +58,10 @@ export interface ReadRequestHeader {
 /** Length of the RDMA Read Request Header: 224 bits (§4.4, §4.8). */
 export const READ_REQUEST_HEADER_LENGTH = 28;
 
-const U64_MAX = (1n << 64n) - 1n;
-
 /** Encodes Figure 6 into `out` (28 octets, allocated when absent). */
 export function encodeReadRequest(h: ReadRequestHeader, out = new Uint8Array(READ_REQUEST_HEADER_LENGTH)): Uint8Array {
   if (out.byteLength < READ_REQUEST_HEADER_LENGTH) throw new RangeError('Read Request Header needs 28 octets');
-  if (h.sinkTo < 0n || h.sinkTo > U64_MAX || h.srcTo < 0n || h.srcTo > U64_MAX)
+  if (h.sinkTo < 0n || h.sinkTo > MAX_U64 || h.srcTo < 0n || h.srcTo > MAX_U64)
     throw new RangeError('Tagged Offsets are 64-bit unsigned');
   const v = new DataView(out.buffer, out.byteOffset, READ_REQUEST_HEADER_LENGTH);
   v.setUint32(0, h.sinkStag >>> 0);

@@ -3,7 +3,7 @@
  * Read Responses arrive in order (§5.5 rule 20) and are checked against their Request (§5.2.2 "MAY
  * validate"); and the responder's check of a Read Request's Data Source (§7.2 4a–4e).
  */
-import { Access, type MemoryRegion, type UlpCheckFailure } from '@rddp/ddp';
+import { Access, type MemoryRegion, stagHex, type UlpCheckFailure } from '@rddp/ddp';
 import type { ReadRequestHeader } from './header.js';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
 
@@ -23,8 +23,6 @@ const fail = (type: number, code: number, message: string): UlpCheckFailure => (
   code,
   message,
 });
-
-const hex = (stag: number) => `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;
 
 /** The requester side: Read Requests in flight, at most ORD of them (RFC 5040 §6.1). */
 export class OutstandingReads<T> {
@@ -70,7 +68,7 @@ export class OutstandingReads<T> {
       return fail(
         RdmaErrorType.RemoteOperation,
         RdmaErrorCode.Unspecified,
-        `RDMA Read Response to STag ${hex(stag)}, the RDMA Read Request named ${hex(r.sinkStag)} (RFC 5040 §5.2.2)`,
+        `RDMA Read Response to STag ${stagHex(stag)}, the RDMA Read Request named ${stagHex(r.sinkStag)} (RFC 5040 §5.2.2)`,
       );
     const expected = r.sinkTo + BigInt(this.rxReceived);
     if (to !== expected || this.rxReceived + length > r.size || (last && this.rxReceived + length !== r.size))
@@ -115,7 +113,7 @@ export function checkReadSource(
   pdId: number,
 ): { code: number; message: string } | undefined {
   if (rr.size === 0) return undefined; // §5.2.1: a zero-length Read MUST NOT be validated
-  const stag = hex(rr.srcStag);
+  const stag = stagHex(rr.srcStag);
   if (region === undefined || !region.valid || region.stag !== rr.srcStag >>> 0)
     return { code: RdmaErrorCode.InvalidStag, message: `Data Source STag ${stag} is not valid (RFC 5040 §7.2 4a)` };
   if (region.pdId !== pdId)

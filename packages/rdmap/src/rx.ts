@@ -9,7 +9,14 @@
  * Responses, Atomic Responses completing atomics; an extension message the stream did not enable is an
  * Unexpected OpCode (RFC 5040 §7.2 2), as the reserved opcodes it was in RFC 5040.
  */
-import { Access, type DdpHeader, type DeliveryEvent, type MemoryRegion, type UlpCheckFailure } from '@rddp/ddp';
+import {
+  Access,
+  type DdpHeader,
+  type DeliveryEvent,
+  type MemoryRegion,
+  stagHex,
+  type UlpCheckFailure,
+} from '@rddp/ddp';
 import type { Ulpdu } from '@rddp/llp';
 import {
   ATOMIC_REQUEST_HEADER_LENGTH,
@@ -109,8 +116,6 @@ const fail = (type: number, code: number, message: string): UlpCheckFailure => (
   message,
 });
 
-const hex = (stag: number) => `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;
-
 export class Receiver {
   private readonly receives: PostedReceive[] = [];
 
@@ -154,19 +159,19 @@ export class Receiver {
       return fail(
         RdmaErrorType.RemoteProtection,
         RdmaErrorCode.InvalidStag,
-        `Send with Invalidate: STag ${hex(stag)} is not valid (RFC 5040 §7.2 4)`,
+        `Send with Invalidate: STag ${stagHex(stag)} is not valid (RFC 5040 §7.2 4)`,
       );
     if (region.pdId !== h.pdId)
       return fail(
         RdmaErrorType.RemoteProtection,
         RdmaErrorCode.StagCannotBeInvalidated,
-        `Send with Invalidate: STag ${hex(stag)} is not associated with this RDMAP Stream (RFC 5040 §5.3, §7.2 5)`,
+        `Send with Invalidate: STag ${stagHex(stag)} is not associated with this RDMAP Stream (RFC 5040 §5.3, §7.2 5)`,
       );
     if (!h.canRemoteInvalidate(region))
       return fail(
         RdmaErrorType.RemoteProtection,
         RdmaErrorCode.StagCannotBeInvalidated,
-        `Send with Invalidate: STag ${hex(stag)} may not be invalidated by the peer (RFC 5040 §5.3)`,
+        `Send with Invalidate: STag ${stagHex(stag)} may not be invalidated by the peer (RFC 5040 §5.3)`,
       );
     return undefined;
   }
@@ -225,7 +230,7 @@ export class Receiver {
         return fail(
           RdmaErrorType.RemoteProtection,
           RdmaErrorCode.AccessRightsViolation,
-          `RDMA Write to STag ${hex(header.stag)}, which does not allow remote writes (RFC 5040 §8.1.1)`,
+          `RDMA Write to STag ${stagHex(header.stag)}, which does not allow remote writes (RFC 5040 §8.1.1)`,
         );
       return undefined;
     }

@@ -12,6 +12,7 @@ import {
   DdpStream,
   type DdpStreamApi,
   type DdpStreamOptions,
+  MAX_U64,
   type MemoryRegion,
   type StagTableApi,
   UntaggedErrorCode,
@@ -151,7 +152,6 @@ export interface RdmapExtensions {
 
 /** The largest message RDMAP can describe: RDMA Read Message Size and DDP MO are 32 bits (§4.4). */
 export const RDMAP_MAX_MESSAGE = 0xffff_ffff;
-const U64_MAX = (1n << 64n) - 1n;
 const ATOMIC_OPCODES: readonly unknown[] = Object.values(AtomicOpcode);
 
 function totalLength(parts: readonly Uint8Array[]): number {
@@ -393,7 +393,7 @@ export class RdmapStream {
         checkStag(op.sinkStag, 'Data Sink STag');
         checkTo(op.sinkTo, 'Data Sink TO');
         if (byteLength > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(byteLength, RDMAP_MAX_MESSAGE);
-        if (op.sinkTo + BigInt(byteLength) > U64_MAX + 1n)
+        if (op.sinkTo + BigInt(byteLength) > MAX_U64 + 1n)
           throw new RdmapInvalidArgumentError('Data Sink TO + length wraps 2^64 (RFC 5041 §7.1)');
         break;
       case 'send':
@@ -792,6 +792,6 @@ function checkStag(stag: number, what: string): void {
 }
 
 function checkTo(to: bigint, what: string): void {
-  if (typeof to !== 'bigint' || to < 0n || to > U64_MAX)
+  if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
     throw new RdmapInvalidArgumentError(`${what} ${String(to)} is not a 64-bit unsigned integer`);
 }

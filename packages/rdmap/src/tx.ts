@@ -6,7 +6,7 @@
  * and Send with Immediate (the message, then Immediate Data), Atomic Requests (held by ORD with the Reads,
  * complete on their Atomic Response) and Atomic Responses, sent in Request order with the Read Responses.
  */
-import type { DdpStreamApi, MemoryRegion, UntaggedSend } from '@rddp/ddp';
+import { type DdpStreamApi, MAX_U64, type MemoryRegion, stagHex, type UntaggedSend } from '@rddp/ddp';
 import { AtomicOpcode, encodeAtomicRequest, encodeAtomicResponse, type OutstandingAtomics } from './atomic.js';
 import { FlushedError, LocalProtectionError, RdmapAbortError, type RdmapError } from './errors.js';
 import { encodeControl, encodeReadRequest, encodeUntaggedRsvdUlp } from './header.js';
@@ -73,7 +73,6 @@ const MSN_MODULO = 0x1_0000_0000;
  * bounded by what the application posts), so DDP's transmit queue stays far below its `maxSendQueue`.
  */
 const DDP_QUEUE_LIMIT = 64;
-const ALL_ONES = (1n << 64n) - 1n;
 
 export class Transmitter {
   /** Posted, not handed to DDP yet (in order). */
@@ -213,7 +212,7 @@ export class Transmitter {
       const r = h.lookup(stag);
       if (r === undefined || !r.valid || r.pdId !== h.pdId) {
         const err = new LocalProtectionError(
-          `local STag 0x${(stag >>> 0).toString(16).padStart(8, '0')} is no longer valid in this protection domain (RFC 5040 §7.1)`,
+          `local STag ${stagHex(stag)} is no longer valid in this protection domain (RFC 5040 §7.1)`,
         );
         e.result = { status: 'local-protection-error', error: err };
         this.inflight.push(e);
@@ -258,9 +257,9 @@ export class Transmitter {
           remoteStag: op.remoteStag,
           remoteTo: op.remoteTo,
           addOrSwapData: op.addOrSwapData,
-          addOrSwapMask: op.addOrSwapMask ?? (isAdd ? 0n : ALL_ONES),
+          addOrSwapMask: op.addOrSwapMask ?? (isAdd ? 0n : MAX_U64),
           compareData: isCmp ? (op.compareData ?? 0n) : 0n,
-          compareMask: isCmp ? (op.compareMask ?? ALL_ONES) : 0n,
+          compareMask: isCmp ? (op.compareMask ?? MAX_U64) : 0n,
         });
         h.atomics.add({ token: e, requestId });
         const rsvd = encodeUntaggedRsvdUlp(encodeControl(h.rv, ExtensionOpcode.AtomicRequest));
@@ -315,7 +314,7 @@ export class Transmitter {
           e.result = {
             status: 'local-protection-error',
             error: new LocalProtectionError(
-              `cannot invalidate STag 0x${(op.stag >>> 0).toString(16).padStart(8, '0')}: not registered in this protection domain`,
+              `cannot invalidate STag ${stagHex(op.stag)}: not registered in this protection domain`,
             ),
           };
         else e.result = { status: 'success' };

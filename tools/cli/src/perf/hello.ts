@@ -3,6 +3,7 @@
  * sizes, the server allocates them), RESULT against the HELLO it answers. Anything else is refused.
  */
 
+import { MAX_U64 } from '@rddp/ddp';
 import { PERF_TESTS, type PerfParams, type PerfResult, type PerfTest } from './engine.js';
 import { PerfBadMessageError, PerfHelloRefusedError } from './errors.js';
 import { allSizes } from './format.js';
@@ -32,7 +33,6 @@ export const CONTROL_SIZE = 64 * 1024;
 /** Receive buffers the server posts for the Send tests. */
 export const SEND_CREDIT_BATCH = 16;
 export const SEND_RECEIVES = SEND_CREDIT_BATCH * 2;
-const MAX_TO = 2n ** 64n - 1n;
 
 export interface Hello {
   type: 'hello';
@@ -151,7 +151,7 @@ export function checkHello(
   const durationS = p.durationS === undefined ? undefined : integer('durationS', p.durationS, 1, PERF_MAX_DURATION_S);
   const txDepth = integer('txDepth', p.txDepth, 1, PERF_MAX_TX_DEPTH);
   if (typeof p.verify !== 'boolean') throw new PerfHelloRefusedError(`verify ${q(p.verify)} is not a boolean`);
-  if (typeof msg.addr !== 'string' || !/^\d{1,20}$/.test(msg.addr) || BigInt(msg.addr) > MAX_TO)
+  if (typeof msg.addr !== 'string' || !/^\d{1,20}$/.test(msg.addr) || BigInt(msg.addr) > MAX_U64)
     throw new PerfHelloRefusedError(`addr ${q(msg.addr)} is not a 64-bit Tagged Offset`);
   const rkey = integer('rkey', msg.rkey, 0, 0xffff_ffff);
   const params: PerfParams = {
