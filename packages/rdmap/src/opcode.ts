@@ -34,67 +34,6 @@ export const RDMAP_QUEUE_COUNT = 3;
 export type RdmapVersion = 0 | 1;
 export const RDMAP_VERSION: Readonly<Record<DdpProfile, RdmapVersion>> = { ietf: 1, rdmac: 0 };
 
-/** What Figure 4 and Figure 5 say about one opcode. */
-export interface OpcodeInfo {
-  readonly opcode: RdmapOpcode;
-  /** The message type's name in RFC 5040's words. */
-  readonly name: string;
-  /** DDP Tagged flag (Figure 4). */
-  readonly tagged: boolean;
-  /** Queue Number for untagged messages (Figure 4); undefined for tagged ones. */
-  readonly qn: RdmapQueue | undefined;
-  /** Whether the Invalidate STag field is valid (Figure 4). */
-  readonly invalidateStag: boolean;
-  /** RDMA header carried after the DDP header (Figure 5). */
-  readonly rdmaHeader: 'none' | 'read-request' | 'terminate';
-  /** Whether a ULP Message may be carried (Figure 5). */
-  readonly ulpPayload: boolean;
-  /** Send types that ask for a Solicited Event (§5.3). */
-  readonly solicitedEvent: boolean;
-}
-
-const info = (
-  opcode: RdmapOpcode,
-  name: string,
-  tagged: boolean,
-  qn: RdmapQueue | undefined,
-  invalidateStag: boolean,
-  rdmaHeader: OpcodeInfo['rdmaHeader'],
-  ulpPayload: boolean,
-  solicitedEvent = false,
-): OpcodeInfo => ({ opcode, name, tagged, qn, invalidateStag, rdmaHeader, ulpPayload, solicitedEvent });
-
-/** RFC 5040 Figure 4 / Figure 5, indexed by opcode. */
-export const OPCODES: readonly OpcodeInfo[] = [
-  info(RdmapOpcode.RdmaWrite, 'RDMA Write', true, undefined, false, 'none', true),
-  info(RdmapOpcode.RdmaReadRequest, 'RDMA Read Request', false, RdmapQueue.ReadRequest, false, 'read-request', false),
-  info(RdmapOpcode.RdmaReadResponse, 'RDMA Read Response', true, undefined, false, 'none', true),
-  info(RdmapOpcode.Send, 'Send', false, RdmapQueue.Send, false, 'none', true),
-  info(RdmapOpcode.SendWithInvalidate, 'Send with Invalidate', false, RdmapQueue.Send, true, 'none', true),
-  info(RdmapOpcode.SendWithSolicitedEvent, 'Send with SE', false, RdmapQueue.Send, false, 'none', true, true),
-  info(
-    RdmapOpcode.SendWithSolicitedEventAndInvalidate,
-    'Send with SE and Invalidate',
-    false,
-    RdmapQueue.Send,
-    true,
-    'none',
-    true,
-    true,
-  ),
-  info(RdmapOpcode.Terminate, 'Terminate', false, RdmapQueue.Terminate, false, 'terminate', false),
-];
-
-/** Figure 4 row of a defined opcode, or undefined for the reserved 1000b–1111b. */
-export function opcodeInfo(opcode: number): OpcodeInfo | undefined {
-  return OPCODES[opcode];
-}
-
-/** True for the four Send Message Types (§5.3). */
-export function isSendOpcode(opcode: number): boolean {
-  return opcodeInfo(opcode)?.qn === RdmapQueue.Send;
-}
-
 /**
  * RDMA OpCodes RFC 7306 assigns from the range RFC 5040 reserved (RFC 7306 §4.1 table; IANA "RDMAP
  * Message Operation Codes"). Used only on a stream that enabled the extension (`extensions` option).
@@ -118,48 +57,152 @@ export const RDMAP_EXTENDED_QUEUE_COUNT = 4;
 /** The RFC 7306 extensions a stream can enable: both ends must agree (RFC 7306 §1.1, §4). */
 export type RdmapExtension = 'atomics' | 'immediate';
 
-/** RFC 7306's rows of the RFC 5040 Figure 4 table: every extension message is untagged. */
-export interface ExtensionOpcodeInfo {
-  readonly opcode: ExtensionOpcode;
+/** The receive handler RDMAP runs for a message of an opcode once DDP Delivers (or, for Writes, places) it. */
+export type RdmapReceiveHandler =
+  | 'write'
+  | 'read-request'
+  | 'read-response'
+  | 'send'
+  | 'terminate'
+  | 'immediate-data'
+  | 'atomic-request'
+  | 'atomic-response';
+
+/**
+ * One row of RDMAP's opcode table: what RFC 5040 Figure 4 and Figure 5 (and RFC 7306 §4.1 for opcodes
+ * 1000b–1011b) say about the opcode, the DDP model its messages use, and the receive handler that takes
+ * them — as Linux siw's `iwarp_pktinfo[]`. Adding an opcode is adding a row.
+ */
+export interface OpcodeInfo {
+  readonly opcode: number;
+  /** The message type's name in the RFCs' words. */
   readonly name: string;
-  readonly tagged: false;
-  readonly qn: number;
-  /** The extension a stream must enable to send or accept the message. */
-  readonly extension: RdmapExtension;
-  /** RDMA header the message carries (its whole DDP payload). */
-  readonly rdmaHeader: 'immediate-data' | 'atomic-request' | 'atomic-response';
-  /** Length of that header: the message's exact length. */
-  readonly headerLength: number;
+  /** DDP Tagged flag (Figure 4): the tagged or the untagged buffer model. */
+  readonly tagged: boolean;
+  /** Queue Number for untagged messages (Figure 4); undefined for tagged ones. */
+  readonly qn: number | undefined;
+  /** Whether the Invalidate STag field is valid (Figure 4). */
+  readonly invalidateStag: boolean;
+  /** RDMA header carried after the DDP header (Figure 5; RFC 7306's headers are the whole payload). */
+  readonly rdmaHeader: 'none' | 'read-request' | 'terminate' | 'immediate-data' | 'atomic-request' | 'atomic-response';
+  /** For RFC 7306 messages: the exact length of the message (its header). */
+  readonly headerLength: number | undefined;
+  /** Whether a ULP Message may be carried (Figure 5). */
+  readonly ulpPayload: boolean;
+  /** Send types and Immediate Data that ask for a Solicited Event (§5.3, RFC 7306). */
   readonly solicitedEvent: boolean;
+  /** RFC 7306: the extension a stream must enable to send or accept the message; undefined for RFC 5040's. */
+  readonly extension: RdmapExtension | undefined;
+  readonly receive: RdmapReceiveHandler;
 }
 
-const ext = (
-  opcode: ExtensionOpcode,
-  name: string,
-  qn: number,
-  extension: RdmapExtension,
-  rdmaHeader: ExtensionOpcodeInfo['rdmaHeader'],
-  headerLength: number,
-  solicitedEvent = false,
-): ExtensionOpcodeInfo => ({ opcode, name, tagged: false, qn, extension, rdmaHeader, headerLength, solicitedEvent });
+/** An RFC 7306 row: untagged, with an extension and an exact length. */
+export type ExtensionOpcodeInfo = OpcodeInfo & {
+  readonly opcode: ExtensionOpcode;
+  readonly tagged: false;
+  readonly qn: number;
+  readonly extension: RdmapExtension;
+  readonly headerLength: number;
+};
 
-/** RFC 7306 §4.1: the four extension messages, indexed by opcode − 8. */
-export const EXTENSION_OPCODES: readonly ExtensionOpcodeInfo[] = [
-  ext(ExtensionOpcode.ImmediateData, 'Immediate Data', RdmapQueue.Send, 'immediate', 'immediate-data', 8),
-  ext(
+const row = (
+  opcode: number,
+  name: string,
+  ddp: 'tagged' | 'untagged',
+  qn: number | undefined,
+  rdmaHeader: OpcodeInfo['rdmaHeader'],
+  receive: RdmapReceiveHandler,
+  more: Partial<
+    Pick<OpcodeInfo, 'invalidateStag' | 'ulpPayload' | 'solicitedEvent' | 'extension' | 'headerLength'>
+  > = {},
+): OpcodeInfo => ({
+  opcode,
+  name,
+  tagged: ddp === 'tagged',
+  qn,
+  invalidateStag: more.invalidateStag ?? false,
+  rdmaHeader,
+  headerLength: more.headerLength,
+  ulpPayload: more.ulpPayload ?? false,
+  solicitedEvent: more.solicitedEvent ?? false,
+  extension: more.extension,
+  receive,
+});
+
+const Q = RdmapQueue;
+const send = { ulpPayload: true } as const;
+/** RFC 5040 Figure 4 / Figure 5 and RFC 7306 §4.1, indexed by opcode (1100b–1111b are reserved). */
+export const RDMAP_OPCODES: readonly OpcodeInfo[] = [
+  row(RdmapOpcode.RdmaWrite, 'RDMA Write', 'tagged', undefined, 'none', 'write', send),
+  row(RdmapOpcode.RdmaReadRequest, 'RDMA Read Request', 'untagged', Q.ReadRequest, 'read-request', 'read-request'),
+  row(RdmapOpcode.RdmaReadResponse, 'RDMA Read Response', 'tagged', undefined, 'none', 'read-response', send),
+  row(RdmapOpcode.Send, 'Send', 'untagged', Q.Send, 'none', 'send', send),
+  row(RdmapOpcode.SendWithInvalidate, 'Send with Invalidate', 'untagged', Q.Send, 'none', 'send', {
+    ...send,
+    invalidateStag: true,
+  }),
+  row(RdmapOpcode.SendWithSolicitedEvent, 'Send with SE', 'untagged', Q.Send, 'none', 'send', {
+    ...send,
+    solicitedEvent: true,
+  }),
+  row(
+    RdmapOpcode.SendWithSolicitedEventAndInvalidate,
+    'Send with SE and Invalidate',
+    'untagged',
+    Q.Send,
+    'none',
+    'send',
+    {
+      ...send,
+      invalidateStag: true,
+      solicitedEvent: true,
+    },
+  ),
+  row(RdmapOpcode.Terminate, 'Terminate', 'untagged', Q.Terminate, 'terminate', 'terminate'),
+  row(ExtensionOpcode.ImmediateData, 'Immediate Data', 'untagged', Q.Send, 'immediate-data', 'immediate-data', {
+    extension: 'immediate',
+    headerLength: 8,
+  }),
+  row(
     ExtensionOpcode.ImmediateDataWithSolicitedEvent,
     'Immediate Data with SE',
-    RdmapQueue.Send,
-    'immediate',
+    'untagged',
+    Q.Send,
     'immediate-data',
-    8,
-    true,
+    'immediate-data',
+    { extension: 'immediate', headerLength: 8, solicitedEvent: true },
   ),
-  ext(ExtensionOpcode.AtomicRequest, 'Atomic Request', RdmapQueue.ReadRequest, 'atomics', 'atomic-request', 52),
-  ext(ExtensionOpcode.AtomicResponse, 'Atomic Response', ATOMIC_RESPONSE_QUEUE, 'atomics', 'atomic-response', 12),
+  row(ExtensionOpcode.AtomicRequest, 'Atomic Request', 'untagged', Q.ReadRequest, 'atomic-request', 'atomic-request', {
+    extension: 'atomics',
+    headerLength: 52,
+  }),
+  row(
+    ExtensionOpcode.AtomicResponse,
+    'Atomic Response',
+    'untagged',
+    ATOMIC_RESPONSE_QUEUE,
+    'atomic-response',
+    'atomic-response',
+    { extension: 'atomics', headerLength: 12 },
+  ),
 ];
+
+/** RFC 5040's rows (opcodes 0000b–0111b). */
+export const OPCODES: readonly OpcodeInfo[] = RDMAP_OPCODES.slice(0, 8);
+/** RFC 7306's rows (opcodes 1000b–1011b). */
+export const EXTENSION_OPCODES = RDMAP_OPCODES.slice(8) as readonly ExtensionOpcodeInfo[];
+
+/** The RFC 5040 row of a defined opcode, or undefined for 1000b–1111b. */
+export function opcodeInfo(opcode: number): OpcodeInfo | undefined {
+  return opcode < 8 ? RDMAP_OPCODES[opcode] : undefined;
+}
 
 /** The RFC 7306 row of an extension opcode (1000b–1011b), or undefined. */
 export function extensionOpcodeInfo(opcode: number): ExtensionOpcodeInfo | undefined {
-  return opcode >= 8 ? EXTENSION_OPCODES[opcode - 8] : undefined;
+  return opcode >= 8 ? (RDMAP_OPCODES[opcode] as ExtensionOpcodeInfo | undefined) : undefined;
+}
+
+/** True for the four Send Message Types (§5.3). */
+export function isSendOpcode(opcode: number): boolean {
+  return opcodeInfo(opcode)?.receive === 'send';
 }

@@ -41,14 +41,11 @@ import {
 } from './header.js';
 import { decodeImmediateData } from './immediate.js';
 import {
-  ATOMIC_RESPONSE_QUEUE,
-  ExtensionOpcode,
   type ExtensionOpcodeInfo,
-  extensionOpcodeInfo,
-  opcodeInfo,
+  type OpcodeInfo,
+  RDMAP_OPCODES,
   type RdmapExtension,
   RdmapOpcode,
-  RdmapQueue,
   type RdmapVersion,
 } from './opcode.js';
 import { checkReadSource, type OutstandingReads } from './read.js';
@@ -203,16 +200,19 @@ export class Receiver {
         RdmaErrorCode.InvalidRdmapVersion,
         `RDMAP Version ${rv}, this stream runs version ${h.rv} (RFC 5040 §4.1, §7.2 3)`,
       );
-    const info = opcodeInfo(opcode);
-    if (info === undefined) {
-      const ext = extensionOpcodeInfo(opcode);
-      if (ext !== undefined && h.extensions[ext.extension]) return this.checkExtension(ext, header, payloadLength);
+    const info = RDMAP_OPCODES[opcode];
+    if (info === undefined)
       return fail(
         RdmaErrorType.RemoteOperation,
         RdmaErrorCode.UnexpectedOpcode,
-        ext === undefined
-          ? `reserved RDMA OpCode ${opcode} (RFC 5040 §4.1 Figure 4, §7.2 2)`
-          : `${ext.name} (RFC 7306), but this stream did not enable ${ext.extension} (RFC 5040 §7.2 2)`,
+        `reserved RDMA OpCode ${opcode} (RFC 5040 §4.1 Figure 4, §7.2 2)`,
+      );
+    if (info.extension !== undefined) {
+      if (h.extensions[info.extension]) return this.checkExtension(info as ExtensionOpcodeInfo, header, payloadLength);
+      return fail(
+        RdmaErrorType.RemoteOperation,
+        RdmaErrorCode.UnexpectedOpcode,
+        `${info.name} (RFC 7306), but this stream did not enable ${info.extension} (RFC 5040 §7.2 2)`,
       );
     }
     if (info.tagged !== header.tagged)
@@ -315,29 +315,34 @@ export class Receiver {
     const h = this.host;
     if (h.rxBlocked) return;
     this.current = ev.segment;
+    // The opcode table names the handler (every segment passed ulpCheck, so the row exists and fits).
+    const control = ev.tagged ? ev.rsvdUlp & 0xff : decodeUntaggedRsvdUlp(ev.rsvdUlp).control;
+    const info = RDMAP_OPCODES[decodeControl(control).opcode];
+    if (info === undefined) return;
     if (ev.tagged) {
       // RDMA Writes are placed, never Delivered to the ULP (§5.1); Read Responses complete Reads (rule 19).
-      if (decodeControl(ev.rsvdUlp & 0xff).opcode !== RdmapOpcode.RdmaReadResponse) return;
+      if (info.receive !== 'read-response') return;
       const r = h.reads.completeOldest();
       if (r !== undefined) h.onReadCompleted(r.token);
       return;
     }
-    const { control, invalidateStag } = decodeUntaggedRsvdUlp(ev.rsvdUlp);
-    const opcode = decodeControl(control).opcode;
-    switch (ev.qn) {
-      case RdmapQueue.Send:
-        if (opcode === ExtensionOpcode.ImmediateData || opcode === ExtensionOpcode.ImmediateDataWithSolicitedEvent)
-          this.onImmediate(ev.receiveId as PostedReceive, opcode);
-        else this.onSend(ev.receiveId as PostedReceive, ev.length, opcode, invalidateStag);
+    switch (info.receive) {
+      case 'send':
+        this.onSend(ev.receiveId as PostedReceive, ev.length, info, decodeUntaggedRsvdUlp(ev.rsvdUlp).invalidateStag);
         return;
-      case RdmapQueue.ReadRequest:
-        if (opcode === ExtensionOpcode.AtomicRequest) this.onAtomicRequest(ev.buffer, ev.length);
-        else this.onReadRequest(ev.buffer, ev.length);
+      case 'immediate-data':
+        this.onImmediate(ev.receiveId as PostedReceive, info);
         return;
-      case RdmapQueue.Terminate:
+      case 'read-request':
+        this.onReadRequest(ev.buffer, ev.length);
+        return;
+      case 'atomic-request':
+        this.onAtomicRequest(ev.buffer, ev.length);
+        return;
+      case 'terminate':
         h.onTerminateReceived(ev.buffer.subarray(0, ev.length));
         return;
-      case ATOMIC_RESPONSE_QUEUE:
+      case 'atomic-response':
         this.onAtomicResponse(ev.buffer);
         return;
     }
@@ -347,7 +352,7 @@ export class Receiver {
    * An Immediate Data (with SE) message Delivered (RFC 7306): it consumed the next posted receive, in MSN
    * order with the Sends; the completion carries its 64 bits (checked to be exactly 8 octets before placement).
    */
-  private onImmediate(r: PostedReceive, opcode: number): void {
+  private onImmediate(r: PostedReceive, info: OpcodeInfo): void {
     const idx = this.receives.indexOf(r);
     if (idx >= 0) this.receives.splice(idx, 1);
     this.host.emitReceive({
@@ -356,7 +361,7 @@ export class Receiver {
       buffer: r.buffer,
       status: 'success',
       byteLength: 0,
-      solicited: opcode === ExtensionOpcode.ImmediateDataWithSolicitedEvent,
+      solicited: info.solicitedEvent,
       immediateData: decodeImmediateData(r.buffer),
     });
   }
@@ -415,13 +420,12 @@ export class Receiver {
   }
 
   /** A Send Message Type Delivered (§5.3): invalidate if asked, then Deliver to the ULP in order (rule 10). */
-  private onSend(r: PostedReceive, length: number, opcode: number, invalidateStag: number): void {
+  private onSend(r: PostedReceive, length: number, info: OpcodeInfo, invalidateStag: number): void {
     const h = this.host;
     const idx = this.receives.indexOf(r);
     if (idx >= 0) this.receives.splice(idx, 1);
-    const info = opcodeInfo(opcode);
     let invalidated: number | undefined;
-    if (info?.invalidateStag) {
+    if (info.invalidateStag) {
       // Checked on every segment before placement; checked again as the STag is invalidated (§5.3).
       const bad = this.checkInvalidate(invalidateStag);
       if (bad !== undefined || !h.invalidate(invalidateStag)) {
@@ -445,7 +449,7 @@ export class Receiver {
       buffer: r.buffer,
       status: 'success',
       byteLength: length,
-      solicited: info?.solicitedEvent ?? false,
+      solicited: info.solicitedEvent,
       ...(invalidated !== undefined ? { invalidatedStag: invalidated } : {}),
     });
   }
