@@ -202,6 +202,11 @@ export function extensionOpcodeInfo(opcode: number): ExtensionOpcodeInfo | undef
   return opcode >= 8 ? (RDMAP_OPCODES[opcode] as ExtensionOpcodeInfo | undefined) : undefined;
 }
 
+/** The row of the opcode in a segment's RDMAP Control Field (§4.1: its low four bits), or undefined. */
+export function opcodeRowOf(control: number): OpcodeInfo | undefined {
+  return RDMAP_OPCODES[control & 0x0f];
+}
+
 /** True for the four Send Message Types (§5.3). */
 export function isSendOpcode(opcode: number): boolean {
   return opcodeInfo(opcode)?.receive === 'send';

@@ -44,6 +44,7 @@ import {
 import { controlOf, encodeControl, encodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import {
   ATOMIC_RESPONSE_QUEUE,
+  opcodeRowOf,
   RDMAP_EXTENDED_QUEUE_COUNT,
   RDMAP_QUEUE_COUNT,
   RDMAP_VERSION,
@@ -583,12 +584,10 @@ export class RdmapStream {
       return;
     }
     const hb = ev.headerBytes.byteLength === 14 || ev.headerBytes.byteLength === 18 ? ev.headerBytes : undefined;
+    // What the bad segment was, by the opcode table: a Read Request's header goes into the Terminate (§4.8).
+    const row = h !== undefined ? opcodeRowOf(controlOf(h)) : undefined;
     const isReadRequest =
-      h !== undefined &&
-      !h.tagged &&
-      h.qn === RdmapQueue.ReadRequest &&
-      controlOf(h) % 16 === RdmapOpcode.RdmaReadRequest && // not an Atomic Request, which shares QN 1 (RFC 7306)
-      ev.ulpHeaderBytes.byteLength === READ_REQUEST_HEADER_LENGTH;
+      row?.receive === 'read-request' && ev.ulpHeaderBytes.byteLength === READ_REQUEST_HEADER_LENGTH;
     const cause: TerminateCause = {
       layer: ev.layer === 'ddp' ? TerminateLayer.Ddp : TerminateLayer.Rdma,
       errorType: ev.type,
@@ -603,12 +602,14 @@ export class RdmapStream {
           }
         : {}),
     };
-    // Which local operation the bad segment was for, when one is.
+    // Which local operation the bad segment was for, when one is: a receive it was filling, the Read its
+    // Response answered, or the atomic its Response answered (RFC 7306).
     let culprit: Culprit | undefined;
-    if (h !== undefined && !h.tagged && h.qn === RdmapQueue.Send && this.rx.postedReceives > 0) {
+    const onSendQueue = h !== undefined && !h.tagged && h.qn === RdmapQueue.Send;
+    if (onSendQueue && this.rx.postedReceives > 0) {
       const tooLong = ev.layer === 'ddp' && ev.code === UntaggedErrorCode.MessageTooLong;
       culprit = { receive: tooLong ? 'local-length-error' : ev.layer === 'rdmap' ? 'remote-invalid-request' : 'fatal' };
-    } else if (h?.tagged && (h.rsvdUlp & 0x0f) === RdmapOpcode.RdmaReadResponse && this.reads.receiving) {
+    } else if (h?.tagged && row?.receive === 'read-response' && this.reads.receiving) {
       culprit = { entry: this.reads.receiving.token, status: 'remote-operation-error' };
     } else if (h !== undefined && !h.tagged && h.qn === ATOMIC_RESPONSE_QUEUE && this.atomics.oldest) {
       culprit = { entry: this.atomics.oldest.token, status: 'remote-operation-error' }; // RFC 7306
