@@ -12,6 +12,18 @@ export abstract class VerbsError extends Error {
   }
 }
 
+/** The class of a caller mistake told by its message and `code` alone. */
+function verbsError<C extends string>(
+  code: C,
+): new (
+  message: string,
+  options?: { cause?: unknown },
+) => VerbsError & { readonly code: C } {
+  return class extends VerbsError {
+    readonly code = code;
+  };
+}
+
 /** The queue pair is not in a state that allows the call (e.g. posting a send before it is connected, or after an error). */
 export class QpStateError extends VerbsError {
   readonly code = 'ERR_VERBS_QP_STATE';
@@ -24,19 +36,13 @@ export class QpStateError extends VerbsError {
 }
 
 /** A scatter/gather element names a memory region that is deregistered, invalidated, or of another protection domain. */
-export class InvalidMrError extends VerbsError {
-  readonly code = 'ERR_VERBS_INVALID_MR';
-}
+export class InvalidMrError extends verbsError('ERR_VERBS_INVALID_MR') {}
 
 /** A memory region lacks the access right the operation needs (e.g. Local Write for a receive buffer). */
-export class AccessError extends VerbsError {
-  readonly code = 'ERR_VERBS_ACCESS';
-}
+export class AccessError extends verbsError('ERR_VERBS_ACCESS') {}
 
 /** A scatter/gather element's offset or length falls outside its memory region. */
-export class SgeRangeError extends VerbsError {
-  readonly code = 'ERR_VERBS_SGE_RANGE';
-}
+export class SgeRangeError extends verbsError('ERR_VERBS_SGE_RANGE') {}
 
 /** A message longer than the queue pair allows (at most 2^32-1 octets: RFC 5040 §4.4, RFC 5041 MO). */
 export class MessageTooLongError extends VerbsError {
@@ -50,14 +56,10 @@ export class MessageTooLongError extends VerbsError {
 }
 
 /** The send or receive queue holds as many outstanding work requests as it was created for. */
-export class QueueFullError extends VerbsError {
-  readonly code = 'ERR_VERBS_QUEUE_FULL';
-}
+export class QueueFullError extends verbsError('ERR_VERBS_QUEUE_FULL') {}
 
 /** A malformed work request: unknown opcode, STag or TO out of range, wrong number of elements. */
-export class InvalidWorkRequestError extends VerbsError {
-  readonly code = 'ERR_VERBS_INVALID_WR';
-}
+export class InvalidWorkRequestError extends verbsError('ERR_VERBS_INVALID_WR') {}
 
 /**
  * An RFC 7306 operation (atomics, Immediate Data) on a queue pair whose connection did not enable that
@@ -73,9 +75,7 @@ export class ExtensionNotEnabledError extends VerbsError {
 }
 
 /** A resource is still in use (a protection domain with memory regions or queue pairs). */
-export class ResourceBusyError extends VerbsError {
-  readonly code = 'ERR_VERBS_BUSY';
-}
+export class ResourceBusyError extends verbsError('ERR_VERBS_BUSY') {}
 
 /** A promise-returning operation completed with a status other than success; the completion is attached. */
 export class WorkCompletionError extends VerbsError {

@@ -5,11 +5,14 @@
  * with Immediate when the connection enabled them) and a receive queue, and completion queues as RxJS
  * observables of work completions.
  */
+export type { DdpErrorEvent, PlacementEvent } from '@rddp/ddp';
 export type { RdmapExtensions } from '@rddp/rdmap';
 export { Access, type AccessFlags, type DdpProfile } from './access.js';
 export { CompletionQueue } from './cq.js';
+export { Device, type DeviceOptions } from './device.js';
 export * from './errors.js';
 export { Mr } from './mr.js';
-export { Device, type DeviceOptions, ProtectionDomain } from './pd.js';
-export { type ConvenienceOptions, type QpConnectOptions, type QpInit, type QpState, QueuePair } from './qp.js';
+export { ProtectionDomain } from './pd.js';
+export { type QpConnectOptions, type QpInit, type QpState, QueuePair } from './qp.js';
+export type { ConvenienceOptions } from './qp-promises.js';
 export * from './types.js';

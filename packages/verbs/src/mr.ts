@@ -1,7 +1,19 @@
 /** A registered memory region (ibv_mr): caller-owned bytes with access rights, named by an STag (RFC 5040 §2.2). */
 import type { AccessFlags, MemoryRegion, StagTable } from '@rddp/ddp';
 import type { ProtectionDomain } from './pd.js';
-import type { RemoteBuffer, Sge } from './types.js';
+
+/** Where an RDMA Write lands or an RDMA Read reads from: the peer's STag and Tagged Offset (RFC 5040 §5.1, §5.2). */
+export interface RemoteBuffer {
+  readonly stag: number;
+  readonly to: bigint;
+}
+
+/** A scatter/gather element: `length` octets of a registered region from `offset` (defaults: all of it). */
+export interface Sge {
+  readonly mr: Mr;
+  readonly offset?: number;
+  readonly length?: number;
+}
 
 export class Mr {
   private deregistered = false;

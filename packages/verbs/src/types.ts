@@ -1,22 +1,11 @@
 /** Work requests and work completions, shaped after libibverbs (ibv_send_wr, ibv_recv_wr, ibv_wc). */
 import type { CompletionStatus } from '@rddp/rdmap';
-import type { Mr } from './mr.js';
+import type { RemoteBuffer, Sge } from './mr.js';
+
+export type { RemoteBuffer, Sge } from './mr.js';
 
 /** The caller's id for a work request, echoed in its completion (ibv wr_id). */
 export type WrId = string | number | bigint | symbol | object;
-
-/** A scatter/gather element: `length` octets of a registered region from `offset` (defaults: all of it). */
-export interface Sge {
-  readonly mr: Mr;
-  readonly offset?: number;
-  readonly length?: number;
-}
-
-/** Where an RDMA Write lands or an RDMA Read reads from: the peer's STag and Tagged Offset (RFC 5040 §5.1, §5.2). */
-export interface RemoteBuffer {
-  readonly stag: number;
-  readonly to: bigint;
-}
 
 interface SendWrBase {
   readonly wrId?: WrId;

@@ -1,0 +1,49 @@
+/**
+ * Caller input checks at the edge of the stack: STags (32 bits, RFC 5040 §2.2), Tagged Offsets and RFC
+ * 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), and the queue pair's numeric limits.
+ */
+import { InvalidWorkRequestError } from './errors.js';
+import type { RemoteBuffer } from './mr.js';
+
+/** The largest STag (32 bits). */
+export const MAX_STAG = 0xffff_ffff;
+/** 2^64 − 1: the largest Tagged Offset and RFC 7306 operand. */
+export const U64_MAX = (1n << 64n) - 1n;
+
+/** An STag as error messages show it: `0x` and eight hex digits. */
+export const hex = (stag: number): string => `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;
+
+export function checkStag(stag: number, what: string): void {
+  if (!Number.isInteger(stag) || stag < 0 || stag > MAX_STAG)
+    throw new InvalidWorkRequestError(`${what} ${stag} is not a 32-bit unsigned integer`);
+}
+
+export function checkU64(v: bigint, what: string): bigint {
+  if (typeof v !== 'bigint' || v < 0n || v > U64_MAX)
+    throw new InvalidWorkRequestError(`${what} ${String(v)} is not a 64-bit unsigned bigint`);
+  return v;
+}
+
+/** The peer's STag and TO; with `length`, the TO + length must not wrap 2^64 (RFC 5041 §7.1). */
+export function checkRemote(remote: RemoteBuffer | undefined, length?: number): RemoteBuffer {
+  if (remote === undefined) throw new InvalidWorkRequestError('the work request has no remote buffer');
+  checkStag(remote.stag, 'remote STag');
+  if (typeof remote.to !== 'bigint' || remote.to < 0n || remote.to > U64_MAX)
+    throw new InvalidWorkRequestError(`remote TO ${String(remote.to)} is not a 64-bit unsigned bigint`);
+  if (length !== undefined && remote.to + BigInt(length) > U64_MAX + 1n)
+    throw new InvalidWorkRequestError('the remote TO + length wraps 2^64 (RFC 5041 §7.1)');
+  return remote;
+}
+
+/** A limit of at least 1. */
+export function positive(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 1) throw new InvalidWorkRequestError(`${what} must be a positive integer, got ${n}`);
+  return n;
+}
+
+/** A count of at least 0. */
+export function count(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidWorkRequestError(`${what} must be a non-negative integer, got ${n}`);
+  return n;
+}

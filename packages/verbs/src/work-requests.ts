@@ -1,0 +1,240 @@
+/**
+ * Work request validation and translation: a send work request (ibv_send_wr) checked against its queue
+ * pair and turned into the RDMAP operation that carries it (RFC 5040 §5.1–5.3; RFC 7306), a receive work
+ * request into its receive buffer. Everything is checked before anything is posted.
+ */
+import { Access } from '@rddp/ddp';
+import {
+  ATOMIC_OPERAND_LENGTH,
+  AtomicOpcode,
+  type AtomicOperation,
+  type ImmediateData,
+  type RdmapExtensions,
+  type RdmapOperation,
+} from '@rddp/rdmap';
+import {
+  AccessError,
+  ExtensionNotEnabledError,
+  InvalidMrError,
+  InvalidWorkRequestError,
+  MessageTooLongError,
+  SgeRangeError,
+} from './errors.js';
+import type { Mr, Sge } from './mr.js';
+import type {
+  AtomicCmpSwapWr,
+  AtomicFetchAddWr,
+  AtomicSwapWr,
+  RdmaWriteWithImmWr,
+  RecvWorkRequest,
+  SendWithImmWr,
+  SendWorkRequest,
+  WcOpcode,
+} from './types.js';
+import { checkRemote, checkStag, checkU64, hex } from './validate.js';
+
+/** What a work request is checked against: its queue pair's domain, limits and RFC 7306 extensions. */
+export interface WrLimits {
+  /** The queue pair's protection domain: its elements must be of regions registered there (RFC 5040 §8.1.1). */
+  readonly pd: PdId;
+  readonly maxSge: number;
+  readonly maxMessageSize: number;
+  readonly extensions: RdmapExtensions;
+}
+
+/** A send work request in RDMAP's terms. */
+export interface TranslatedSend {
+  readonly op: RdmapOperation;
+  /** The local STags whose buffers the operation uses (RDMAP checks them again, RFC 5040 §7.1 case 1). */
+  readonly localStags: number[];
+  /** What its completion reports. */
+  readonly opcode: WcOpcode;
+  /** An atomic's 8-octet local element: the original remote value goes there (RFC 7306). */
+  readonly result?: Uint8Array;
+}
+
+/** A protection domain as work requests see it: compared by identity, named by its id. */
+type PdId = { readonly id: number };
+
+const ATOMIC_OPCODE = {
+  'atomic-fetch-add': AtomicOpcode.FetchAdd,
+  'atomic-swap': AtomicOpcode.Swap,
+  'atomic-cmp-swap': AtomicOpcode.CmpSwap,
+} as const;
+
+/** Checks `wr` (typed errors) and translates it into its RDMAP operation. */
+export function translateSend(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
+  switch (wr.opcode) {
+    case 'rdma-write':
+    case 'rdma-write-with-imm': {
+      const immediate = wr.opcode === 'rdma-write-with-imm' ? immediateOf(wr, q) : undefined;
+      const { slices, stags, length } = gather(wr.sgList, q);
+      const remote = checkRemote(wr.remote, length);
+      return {
+        opcode: 'rdma-write',
+        op: {
+          type: 'write',
+          sinkStag: remote.stag,
+          sinkTo: remote.to,
+          payload: slices,
+          ...(immediate && { immediate }),
+        },
+        localStags: stags,
+      };
+    }
+    case 'send':
+    case 'send-with-invalidate':
+    case 'send-with-imm': {
+      const immediate = wr.opcode === 'send-with-imm' ? immediateOf(wr, q) : undefined;
+      const { slices, stags } = gather(wr.sgList, q);
+      if (wr.opcode === 'send-with-invalidate') checkStag(wr.invalidateStag, 'Invalidate STag');
+      // RFC 7306: with Immediate Data, `solicited` belongs to the Immediate Data message, not the Send.
+      const op: RdmapOperation = immediate
+        ? { type: 'send', payload: slices, immediate }
+        : {
+            type: 'send',
+            payload: slices,
+            solicited: wr.solicited ?? false,
+            ...(wr.opcode === 'send-with-invalidate' && { invalidateStag: wr.invalidateStag }),
+          };
+      return { opcode: 'send', op, localStags: stags };
+    }
+    case 'rdma-read': {
+      const sge = onlyElement(
+        wr.sgList,
+        'an RDMA Read takes exactly one scatter element: its Data Sink (RFC 5040 §5.2)',
+      );
+      const { offset, length } = checkSge(sge, Access.LocalWrite, 'the Data Sink of an RDMA Read', q.pd);
+      if (length > q.maxMessageSize) throw new MessageTooLongError(length, q.maxMessageSize);
+      const remote = checkRemote(wr.remote);
+      return {
+        opcode: 'rdma-read',
+        op: {
+          type: 'read',
+          sinkStag: sge.mr.stag,
+          sinkTo: sge.mr.baseTo + BigInt(offset),
+          size: length,
+          srcStag: remote.stag,
+          srcTo: remote.to,
+        },
+        localStags: [sge.mr.stag],
+      };
+    }
+    case 'atomic-fetch-add':
+    case 'atomic-swap':
+    case 'atomic-cmp-swap': {
+      requireExtension(q, 'atomics');
+      const sge = onlyElement(
+        wr.sgList,
+        'an atomic takes exactly one scatter element: 8 octets for the original value (RFC 7306)',
+      );
+      const { offset, length } = checkSge(sge, Access.LocalWrite, 'the result element of an atomic', q.pd);
+      if (length !== ATOMIC_OPERAND_LENGTH)
+        throw new SgeRangeError(`the result element of an atomic is ${length} octets; it must be 8 (RFC 7306)`);
+      const remote = checkRemote(wr.remote);
+      return {
+        opcode: wr.opcode,
+        op: { type: 'atomic', remoteStag: remote.stag, remoteTo: remote.to, ...atomicOperands(wr) },
+        localStags: [sge.mr.stag],
+        result: sge.mr.buffer.subarray(offset, offset + length),
+      };
+    }
+    case 'local-invalidate':
+      checkStag(wr.invalidateStag, 'STag');
+      return { opcode: 'local-invalidate', op: { type: 'local-invalidate', stag: wr.invalidateStag }, localStags: [] };
+    default:
+      throw new InvalidWorkRequestError(`unknown opcode '${String((wr as { opcode: unknown }).opcode)}'`);
+  }
+}
+
+/** Checks a receive work request: one element with Local Write access (RFC 5041 §5.3); returns its buffer. */
+export function receiveBuffer(wr: RecvWorkRequest, pd: PdId): Uint8Array {
+  const sge = onlyElement(wr.sgList, 'a receive takes exactly one scatter element (an untagged buffer, RFC 5041 §5.3)');
+  const { offset, length } = checkSge(sge, Access.LocalWrite, 'a receive buffer', pd);
+  return sge.mr.buffer.subarray(offset, offset + length);
+}
+
+/** RFC 7306: the extension must have been enabled for this connection (both ends agreed). */
+function requireExtension(q: WrLimits, extension: 'atomics' | 'immediate'): void {
+  if (!q.extensions[extension]) throw new ExtensionNotEnabledError(extension);
+}
+
+function immediateOf(wr: RdmaWriteWithImmWr | SendWithImmWr, q: WrLimits): ImmediateData {
+  requireExtension(q, 'immediate');
+  return { data: checkU64(wr.immData, 'immData'), solicited: wr.solicited ?? false };
+}
+
+/** RFC 7306 Add or Swap Data and Mask, and CmpSwap's Compare Data and Mask, checked as 64 bits unsigned. */
+function atomicOperands(
+  wr: AtomicFetchAddWr | AtomicSwapWr | AtomicCmpSwapWr,
+): Omit<AtomicOperation, 'type' | 'remoteStag' | 'remoteTo'> {
+  const atomicOpcode = ATOMIC_OPCODE[wr.opcode];
+  if (wr.opcode === 'atomic-fetch-add')
+    return {
+      atomicOpcode,
+      addOrSwapData: checkU64(wr.add, 'add'),
+      ...optionalU64(wr.addMask, 'addMask', 'addOrSwapMask'),
+    };
+  const swap = {
+    atomicOpcode,
+    addOrSwapData: checkU64(wr.swap, 'swap'),
+    ...optionalU64(wr.swapMask, 'swapMask', 'addOrSwapMask'),
+  };
+  if (wr.opcode === 'atomic-swap') return swap;
+  return {
+    ...swap,
+    compareData: checkU64(wr.compare, 'compare'),
+    ...optionalU64(wr.compareMask, 'compareMask', 'compareMask'),
+  };
+}
+
+/** `{ [as]: v }` when `v` is given. */
+function optionalU64<K extends string>(v: bigint | undefined, what: string, as: K): Partial<Record<K, bigint>> {
+  return v === undefined ? {} : ({ [as]: checkU64(v, what) } as Record<K, bigint>);
+}
+
+function onlyElement(sgList: readonly Sge[], message: string): Sge {
+  if (!Array.isArray(sgList) || sgList.length !== 1) throw new InvalidWorkRequestError(message);
+  return sgList[0] as Sge;
+}
+
+function gather(sgList: readonly Sge[], q: WrLimits): { slices: Uint8Array[]; stags: number[]; length: number } {
+  if (!Array.isArray(sgList)) throw new InvalidWorkRequestError('sgList must be an array of scatter/gather elements');
+  if (sgList.length > q.maxSge)
+    throw new InvalidWorkRequestError(`${sgList.length} scatter/gather elements; this queue pair takes ${q.maxSge}`);
+  const slices: Uint8Array[] = [];
+  const stags: number[] = [];
+  let length = 0;
+  for (const sge of sgList) {
+    const r = checkSge(sge, 0, 'a gather element', q.pd);
+    slices.push(sge.mr.buffer.subarray(r.offset, r.offset + r.length));
+    if (!stags.includes(sge.mr.stag)) stags.push(sge.mr.stag);
+    length += r.length;
+  }
+  if (length > q.maxMessageSize) throw new MessageTooLongError(length, q.maxMessageSize);
+  return { slices, stags, length };
+}
+
+/** An element of a valid region of `pd` with `access`, inside the region (RFC 5040 §8.1.1 protection domains). */
+function checkSge(sge: Sge, access: number, what: string, pd: PdId): { offset: number; length: number } {
+  const mr: Mr | undefined = sge?.mr;
+  if (mr === undefined || typeof mr.stag !== 'number')
+    throw new InvalidWorkRequestError(`${what} has no memory region`);
+  if (mr.pd !== pd)
+    throw new InvalidMrError(
+      `${what}: memory region ${hex(mr.stag)} belongs to protection domain ${mr.pd.id}, this queue pair to ${pd.id}`,
+    );
+  if (!mr.valid)
+    throw new InvalidMrError(
+      `${what}: memory region ${hex(mr.stag)} is ${mr.isDeregistered ? 'deregistered' : 'invalidated'}`,
+    );
+  if ((mr.access & access) !== access)
+    throw new AccessError(`${what}: memory region ${hex(mr.stag)} was registered without Local Write access`);
+  const offset = sge.offset ?? 0;
+  const length = sge.length ?? mr.length - offset;
+  if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > mr.length)
+    throw new SgeRangeError(
+      `${what}: [${offset}, +${length}) is outside memory region ${hex(mr.stag)} of ${mr.length} octets`,
+    );
+  return { offset, length };
+}
