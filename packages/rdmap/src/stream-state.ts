@@ -1,0 +1,191 @@
+/**
+ * The one state of an RDMAP Stream (RFC 5040 §6), as Linux siw keeps everything on `struct siw_qp`: the
+ * send queue and the Read Responses owed (tx.ts works on it), the posted receives (rx.ts), outstanding
+ * Reads and atomics (ORD/IRD, §6.1), the stream state machine, what ended it (terminate.ts), and the
+ * subjects its events leave by. The transmit, receive and terminate modules are plain functions over it.
+ */
+import type { DdpStreamApi, MemoryRegion } from '@rddp/ddp';
+import type { Ulpdu } from '@rddp/llp';
+import { BehaviorSubject, ReplaySubject, Subject } from 'rxjs';
+import type { AtomicResponseHeader } from './atomic.js';
+import { OutstandingAtomics } from './atomic.js';
+import type { RdmapError } from './errors.js';
+import type { ReadRequestHeader } from './header.js';
+import type { RdmapExtension, RdmapVersion } from './opcode.js';
+import { OutstandingReads } from './read.js';
+import { StreamStateMachine } from './state.js';
+import type { TerminatedSegment } from './terminate.js';
+import type {
+  CompletionStatus,
+  RdmapClosedEvent,
+  RdmapCompletion,
+  RdmapTerminateEvent,
+  RdmapWorkRequest,
+  ReceiveCompletion,
+  SendCompletion,
+} from './types.js';
+
+/** The STag table RDMAP needs: DDP's lookup, plus invalidation for Send with Invalidate (§5.3). */
+export interface RdmapStagTable {
+  lookup(stag: number): MemoryRegion | undefined;
+  /** Invalidates `stag`; returning `false` or throwing means it could not be. */
+  invalidate(stag: number): unknown;
+}
+
+/** One send-queue request and what became of it. */
+export interface SqEntry {
+  readonly wr: RdmapWorkRequest;
+  readonly byteLength: number;
+  submitted: boolean;
+  aborted: boolean;
+  /** Queue and MSN of an untagged message once handed to DDP (to match a received Terminate, §4.8). */
+  qn: number | undefined;
+  msn: number | undefined;
+  /** MSN of the Immediate Data message that follows a Send with Immediate (RFC 7306), also on QN 0. */
+  immMsn: number | undefined;
+  result: { status: CompletionStatus; error?: RdmapError; atomicResult?: bigint } | undefined;
+  detachAbort: (() => void) | undefined;
+}
+
+/** One receive buffer posted on the Send queue (QN 0). */
+export interface PostedReceive {
+  readonly id: unknown;
+  readonly buffer: Uint8Array;
+}
+
+/** An inbound RDMA Read Request or Atomic Request (RFC 7306) accepted and waiting for its Response. */
+export type PendingResponse =
+  | {
+      readonly kind: 'read';
+      readonly rr: ReadRequestHeader;
+      /** The Read Request queue buffer it arrived in: posted again once the Response has left. */
+      readonly buffer: Uint8Array;
+      /** The Read Request's DDP header and segment, for a Terminate (§4.8, §7.1 case 3). */
+      readonly segment: TerminatedSegment;
+    }
+  | {
+      readonly kind: 'atomic';
+      readonly response: AtomicResponseHeader;
+      /** The QN 1 buffer the Request arrived in (one of the IRD buffers it shares with Read Requests). */
+      readonly buffer: Uint8Array;
+      readonly segment: TerminatedSegment;
+    };
+
+/** Which local operation a Terminate is about, and how it completes. */
+export interface Culprit {
+  readonly entry?: SqEntry;
+  readonly status?: CompletionStatus;
+  readonly error?: RdmapError;
+  /** The oldest posted receive completes with this status (the Send it was receiving was bad). */
+  readonly receive?: CompletionStatus;
+}
+
+export interface StreamStateInit {
+  readonly rv: RdmapVersion;
+  readonly pdId: number;
+  readonly stags: RdmapStagTable;
+  readonly ord: number;
+  readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
+  readonly queueCount: number;
+  readonly canRemoteInvalidate: (region: MemoryRegion) => boolean;
+  /** RFC 5040 §6.1: a responder that holds its messages until the initiator's first one. */
+  readonly held: boolean;
+}
+
+/** Runs a DDP send; a synchronous throw becomes a rejected promise so every failure takes one path. */
+export function guard<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return send();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+export class StreamState {
+  readonly rv: RdmapVersion;
+  readonly pdId: number;
+  readonly stags: RdmapStagTable;
+  readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
+  /** Untagged queues of the stream: 3, or 4 with atomics (QN 3 for Atomic Responses). */
+  readonly queueCount: number;
+  readonly canRemoteInvalidate: (region: MemoryRegion) => boolean;
+  /** Set once, right after construction: the DDP Stream is built with this state's receive checks. */
+  ddp!: DdpStreamApi;
+  readonly sm = new StreamStateMachine();
+  /** Reads handed to DDP, in order (ORD, §6.1). */
+  readonly reads: OutstandingReads<SqEntry>;
+  /** RFC 7306: Atomic Requests awaiting their Response; they share ORD with the Reads. */
+  readonly atomics = new OutstandingAtomics<SqEntry>();
+  readonly held: BehaviorSubject<boolean>;
+
+  // ----- send queue (tx.ts) -----
+  /** Posted, not handed to DDP yet (in order). */
+  readonly pending: SqEntry[] = [];
+  /** Handed to DDP (or skipped), not reported yet (in order). */
+  readonly inflight: SqEntry[] = [];
+  /** Accepted inbound Read Requests whose Response is not given to DDP yet (in Delivery order). */
+  readonly responses: PendingResponse[] = [];
+  /** Read Responses given to DDP and not yet sent in full. */
+  responsesSending = 0;
+  pumping = false;
+  completing = false;
+  /** The pump stopped because DDP's transmit queue is full; a hand-off restarts it. */
+  waitingForDdp = false;
+  /** The Request Identifier of the next Atomic Request (RFC 7306), 32 bits. */
+  nextRequestId = 1;
+  /** Given to DDP with each send-queue message: restarts a pump that waits for room in DDP's queue. */
+  onHanded: (() => void) | undefined;
+
+  // ----- receive (rx.ts) -----
+  /** Receive buffers posted on QN 0, in MSN order. */
+  readonly receives: PostedReceive[] = [];
+  /** The segment that completed the message being handled (for a Terminate's copied headers, §4.8). */
+  current: Ulpdu | undefined;
+
+  // ----- how it ended (terminate.ts) -----
+  terminated: 'sent' | 'received' | undefined;
+  endError: RdmapError | undefined;
+  closedEvent: RdmapClosedEvent | undefined;
+  llpClosing = false;
+
+  readonly completions = new Subject<RdmapCompletion>();
+  readonly terminates = new ReplaySubject<RdmapTerminateEvent>();
+  readonly closed = new ReplaySubject<RdmapClosedEvent>(1);
+
+  constructor(init: StreamStateInit) {
+    this.rv = init.rv;
+    this.pdId = init.pdId;
+    this.stags = init.stags;
+    this.extensions = init.extensions;
+    this.queueCount = init.queueCount;
+    this.canRemoteInvalidate = init.canRemoteInvalidate;
+    this.reads = new OutstandingReads<SqEntry>(init.ord);
+    this.held = new BehaviorSubject(init.held);
+  }
+
+  /** True once the stream is terminating or ended: nothing more is placed (RFC 5040 §5.4). */
+  get rxBlocked(): boolean {
+    return this.terminated !== undefined || this.closedEvent !== undefined;
+  }
+
+  lookup(stag: number): MemoryRegion | undefined {
+    return this.stags.lookup(stag);
+  }
+
+  invalidate(stag: number): boolean {
+    try {
+      return this.stags.invalidate(stag) !== false;
+    } catch {
+      return false;
+    }
+  }
+
+  emitReceive(c: ReceiveCompletion): void {
+    this.completions.next(c);
+  }
+
+  emitSend(c: SendCompletion): void {
+    c.request.onComplete?.(c);
+    this.completions.next(c);
+  }
+}
