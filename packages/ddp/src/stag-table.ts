@@ -10,7 +10,6 @@
  * index sits in a quarantine of the last `STAG_QUARANTINE` freed indexes before it can be drawn again,
  * and a reused index never gets its previous key, so a stale STag stays invalid.
  */
-import { randomFillSync } from 'node:crypto';
 import type { AccessFlags, MemoryRegion, StagTableApi } from './api.js';
 import { DdpInvalidArgumentError, StagTableFullError, UnknownStagError } from './errors.js';
 import { MAX_SAFE_TO, MAX_U64 } from './header.js';
@@ -21,12 +20,12 @@ export const STAG_QUARANTINE = 1 << 16;
 /** Random draws before falling back to a scan (only a nearly full index space gets there). */
 const MAX_DRAWS = 64;
 
-/** Pooled CSPRNG words: one `randomFillSync` per 1024 draws. */
+/** Pooled CSPRNG words (Web Crypto's getRandomValues: no Node import in the core): one fill per 1024 draws. */
 const pool = new Uint32Array(1024);
 let poolNext = pool.length;
 function random32(): number {
   if (poolNext === pool.length) {
-    randomFillSync(pool);
+    globalThis.crypto.getRandomValues(pool);
     poolNext = 0;
   }
   return pool[poolNext++] as number;
