@@ -1,14 +1,14 @@
-// RDMA Write, RDMA Read and Send between two queue pairs (RFC 5040), over the in-process loopback LLP.
-import { createLoopbackPair } from '@rddp/llp-loopback';
-import { Access, Device } from '@rddp/verbs';
+// RDMA Write, RDMA Read and Send between two queue pairs (RFC 5040), composed by @rddp/stack on an LLP plugin.
+import { loopbackModule } from '@rddp/llp-loopback';
+import { type ContainerModule, createStack } from '@rddp/stack';
+import { Access } from '@rddp/verbs';
 
-export async function main(): Promise<{ read: string; received: string }> {
-  const [clientLink, serverLink] = await createLoopbackPair(); // any LLP: MPA/TCP, SCTP, ...
-  const [client, server] = [new Device().allocPd(), new Device().allocPd()]; // two hosts
-  const qp = client.createQp({ sendCq: client.device.createCq(), recvCq: client.device.createCq() });
-  const peer = server.createQp({ sendCq: server.device.createCq(), recvCq: server.device.createCq() });
-  qp.connect(clientLink);
-  peer.connect(serverLink);
+export async function main(llp: ContainerModule = loopbackModule()): Promise<{ read: string; received: string }> {
+  const stack = createStack(llp); // any LLP plugin's module: mpaTcpModule(), sctpModule(), ...
+  const [clientLink, serverLink] = await stack.pair(); // an initiator and a responder connection
+  const [client, server] = [stack.device().allocPd(), stack.device().allocPd()]; // two hosts
+  const qp = stack.queuePair(client, clientLink); // connected: IRD/ORD as the LLP negotiated them
+  const peer = stack.queuePair(server, serverLink);
 
   // The server exposes a buffer to remote reads and writes, and posts a receive for a Send.
   const exposed = server.registerMr(new Uint8Array(64), Access.RemoteRead | Access.RemoteWrite);

@@ -1,41 +1,132 @@
 /**
- * @rddp/stack — composition of rddp stacks with inversify 8.
+ * @rddp/stack — the composition root of rddp, with inversify 8.
  *
- * An LLP plugin contributes a container module that binds `LLP_TRANSPORT`; `createStack(module)` loads it
- * and resolves the transport (and, bound on top by later layers, DDP/RDMAP/verbs factories) in one call:
+ * An LLP plugin contributes a container module that binds `LLP_TRANSPORT`; `createStack(module, options)`
+ * loads it, binds the DDP, RDMAP and verbs factories, the defaults and the event subject on top (unless a
+ * module bound its own), and returns a Stack that builds every layer through them:
  *
- *   const stack = createStack(loopbackModule());
- *   const listener = await stack.transport.listen({ port: 0 });
+ *   const stack = createStack(mpaTcpModule(), { profile: 'ietf' });
+ *   const [client, server] = await stack.pair();
+ *   const rdmap = stack.rdmapStream(client, { stags });       // RFC 5040 on the negotiated IRD/ORD
+ *
+ * Swapping the transport is binding another plugin's module (`loopbackModule()`, `sctpModule()`, ...).
  */
 import 'reflect-metadata';
+import type { DdpProfile, DdpStreamApi } from '@rddp/ddp';
 import {
   CapabilityError,
   isLlpTransport,
   LLP_LOGGER,
   LLP_TRANSPORT,
+  type LlpAddress,
+  type LlpConnection,
+  type LlpConnectOptions,
+  type LlpListener,
+  type LlpListenOptions,
   type LlpLogger,
+  type LlpStream,
   type LlpTransport,
   rfc5041Shortfalls,
   silentLogger,
 } from '@rddp/llp';
+import type { RdmapStream } from '@rddp/rdmap';
+import type { Device, DeviceOptions, ProtectionDomain, QpConnectOptions, QpInit, QueuePair } from '@rddp/verbs';
 import { Container, ContainerModule } from 'inversify';
 
-export { LLP_LOGGER, LLP_TRANSPORT } from '@rddp/llp';
+export { Container, ContainerModule } from 'inversify';
 
-/** A composed stack: the container and what it resolved. */
+import { firstValueFrom, type Observable, Subject } from 'rxjs';
+import {
+  buildDdpStream,
+  buildRdmapStream,
+  type DdpStreamRequest,
+  defaultDdpStreamFactory,
+  defaultDeviceFactory,
+  defaultRdmapStreamFactory,
+  isConnection,
+  profileOf,
+  type RdmapStreamRequest,
+} from './compose.js';
+import {
+  DDP_STREAM_FACTORY,
+  type DdpStreamFactory,
+  DEVICE_FACTORY,
+  type DeviceFactory,
+  RDMAP_STREAM_FACTORY,
+  type RdmapStreamFactory,
+  STACK_EVENTS,
+  STACK_OPTIONS,
+  type StackDefaults,
+  type StackEvent,
+} from './tokens.js';
+
+export { LLP_LOGGER, LLP_TRANSPORT } from '@rddp/llp';
+export {
+  buildDdpStream,
+  buildRdmapStream,
+  type DdpStreamRequest,
+  defaultDdpStreamFactory,
+  defaultDeviceFactory,
+  defaultRdmapStreamFactory,
+  type RdmapStreamBuilder,
+  type RdmapStreamRequest,
+  rdmapStreamOn,
+} from './compose.js';
+export * from './errors.js';
+export * from './tokens.js';
+
+/** A queue pair's attributes; the completion queues default to new ones on the protection domain's device. */
+export type QueuePairRequest = Omit<QpInit, 'sendCq' | 'recvCq'> & Partial<Pick<QpInit, 'sendCq' | 'recvCq'>>;
+
+/** A composed stack: the container, the transport it resolved, and the factories of the layers above. */
 export interface Stack {
   readonly container: Container;
   readonly transport: LlpTransport;
   readonly logger: LlpLogger;
-  /** Resolve anything else bound in the container (later layers bind their own tokens). */
+  /** The defaults bound under `STACK_OPTIONS`. */
+  readonly options: StackDefaults;
+  /** What the stack built: connections, DDP and RDMAP streams, devices. */
+  readonly events$: Observable<StackEvent>;
+  /** Resolve anything else bound in the container. */
   get<T>(token: symbol): T;
+  /** The DDP/RDMAP profile a connection runs (`options.profile`). */
+  profileOf(connection: LlpConnection): DdpProfile;
+  /** `transport.connect` with the stack's `connectParams` (the call's `params` win). */
+  connect(address: LlpAddress, options?: LlpConnectOptions): Promise<LlpConnection>;
+  /** `transport.listen` with the stack's `listenParams`; every accepted connection is an event. */
+  listen(address: LlpAddress, options?: LlpListenOptions): Promise<LlpListener>;
+  /** Listens on `address` (default 127.0.0.1, any port), connects to it, and returns both ends. */
+  pair(
+    address?: LlpAddress,
+    options?: LlpConnectOptions,
+  ): Promise<[initiator: LlpConnection, responder: LlpConnection]>;
+  /** A DDP Stream (RFC 5041) from the `DDP_STREAM_FACTORY` bound now. */
+  ddpStream(llp: LlpConnection | LlpStream, request: DdpStreamRequest): DdpStreamApi;
+  /**
+   * An RDMAP Stream (RFC 5040) from the `RDMAP_STREAM_FACTORY` bound now, its DDP Stream from the
+   * `DDP_STREAM_FACTORY`. On a connection: its role and capabilities, and IRD/ORD and the RTR MSNs as
+   * the LLP negotiated them (RFC 6581, `rdmapOptionsFromSetup`), which win over the request's.
+   */
+  rdmapStream(llp: LlpConnection | LlpStream, request: RdmapStreamRequest): RdmapStream;
+  /** A verbs Device (one per host) from the `DEVICE_FACTORY` bound now. */
+  device(options?: DeviceOptions): Device;
+  /** A queue pair on `pd` (profile and IRD/ORD from the stack's defaults) connected over `llp` (RFC 5040 §6.1). */
+  queuePair(
+    pd: ProtectionDomain,
+    llp: LlpConnection | LlpStream,
+    init?: QueuePairRequest,
+    connect?: QpConnectOptions,
+  ): QueuePair;
 }
 
-export interface StackOptions {
+export interface StackOptions extends StackDefaults {
   /** Require the LLP to meet RFC 5041 §3: `true` checks reliable, ordered, boundaries; `{ requireDigest: true }` adds the digest. Default: off. */
   readonly requireRfc5041?: boolean | { readonly requireDigest?: boolean };
   readonly logger?: LlpLogger;
-  /** Extra modules (DDP/RDMAP options, user services) loaded after the LLP module. */
+  /**
+   * User modules, loaded after the LLP module: a binding of `DDP_STREAM_FACTORY`, `RDMAP_STREAM_FACTORY`,
+   * `DEVICE_FACTORY`, `STACK_OPTIONS` or `STACK_EVENTS` here replaces the stack's own.
+   */
   readonly modules?: readonly ContainerModule[];
 }
 
@@ -46,6 +137,11 @@ export function transportModule(transport: LlpTransport): ContainerModule {
   });
 }
 
+function defaultsOf(o: StackOptions): StackDefaults {
+  const { requireRfc5041: _r, logger: _l, modules: _m, ...defaults } = o;
+  return defaults;
+}
+
 /** Composes a stack on the LLP that `llp` binds (a container module or a transport object). One call per transport. */
 export function createStack(llp: ContainerModule | LlpTransport, options: StackOptions = {}): Stack {
   const container = new Container();
@@ -54,6 +150,15 @@ export function createStack(llp: ContainerModule | LlpTransport, options: StackO
   if (!container.isBound(LLP_LOGGER))
     container.bind<LlpLogger>(LLP_LOGGER).toConstantValue(options.logger ?? silentLogger);
   for (const m of options.modules ?? []) container.load(m);
+  const bindDefault = <T>(token: symbol, value: T) => {
+    if (!container.isBound(token)) container.bind<T>(token).toConstantValue(value);
+  };
+  bindDefault<StackDefaults>(STACK_OPTIONS, defaultsOf(options));
+  bindDefault<Subject<StackEvent>>(STACK_EVENTS, new Subject<StackEvent>());
+  bindDefault<DdpStreamFactory>(DDP_STREAM_FACTORY, defaultDdpStreamFactory);
+  bindDefault<RdmapStreamFactory>(RDMAP_STREAM_FACTORY, defaultRdmapStreamFactory);
+  bindDefault<DeviceFactory>(DEVICE_FACTORY, defaultDeviceFactory);
+
   if (!container.isBound(LLP_TRANSPORT)) throw new CapabilityError('the LLP module bound nothing under LLP_TRANSPORT');
   const transport = container.get<LlpTransport>(LLP_TRANSPORT);
   if (!isLlpTransport(transport)) throw new CapabilityError('LLP_TRANSPORT is not an LlpTransport');
@@ -63,10 +168,75 @@ export function createStack(llp: ContainerModule | LlpTransport, options: StackO
     if (shortfalls.length > 0)
       throw new CapabilityError(`LLP '${transport.name}' cannot carry DDP: ${shortfalls.join('; ')}`);
   }
-  return {
+  const events = container.get<Subject<StackEvent>>(STACK_EVENTS);
+  // Resolved on every use: a later `container.rebind` takes effect at once.
+  const defaults = () => container.get<StackDefaults>(STACK_OPTIONS);
+  const emit = <E extends StackEvent>(e: E): E => {
+    events.next(e);
+    return e;
+  };
+
+  const stack: Stack = {
     container,
     transport,
     logger: container.get<LlpLogger>(LLP_LOGGER),
+    get options() {
+      return defaults();
+    },
+    events$: events.asObservable(),
     get: <T>(token: symbol) => container.get<T>(token),
+    profileOf: (connection) => profileOf(defaults(), connection),
+    async connect(address, o = {}) {
+      const params = defaults().connectParams;
+      const connection = await transport.connect(address, { ...(params ? { params } : {}), ...o });
+      return emit({ type: 'connection', connection }).connection;
+    },
+    async listen(address, o = {}) {
+      const params = defaults().listenParams;
+      const listener = await transport.listen(address, { ...(params ? { params } : {}), ...o });
+      listener.connections$.subscribe((connection) => emit({ type: 'connection', connection }));
+      return listener;
+    },
+    async pair(address = { host: '127.0.0.1', port: 0 }, o = {}) {
+      const listener = await stack.listen(address);
+      try {
+        const accepted = firstValueFrom(listener.connections$);
+        const initiator = await stack.connect(listener.address, o);
+        return [initiator, await accepted];
+      } finally {
+        await listener.close();
+      }
+    },
+    ddpStream(llp, request) {
+      const factory = container.get<DdpStreamFactory>(DDP_STREAM_FACTORY);
+      return emit({ type: 'ddp-stream', stream: buildDdpStream(llp, request, defaults(), factory) }).stream;
+    },
+    rdmapStream(llp, request) {
+      const stream = buildRdmapStream(
+        llp,
+        request,
+        defaults(),
+        container.get<RdmapStreamFactory>(RDMAP_STREAM_FACTORY),
+        container.get<DdpStreamFactory>(DDP_STREAM_FACTORY),
+      );
+      return emit({ type: 'rdmap-stream', stream, ...(isConnection(llp) ? { connection: llp } : {}) }).stream;
+    },
+    device(o) {
+      return emit({ type: 'device', device: container.get<DeviceFactory>(DEVICE_FACTORY)(o) }).device;
+    },
+    queuePair(pd, llp, init = {}, connect = {}) {
+      const d = defaults();
+      const qp = pd.createQp({
+        profile: profileOf(d, isConnection(llp) ? llp : undefined),
+        ...(d.ird !== undefined ? { ird: d.ird } : {}),
+        ...(d.ord !== undefined ? { ord: d.ord } : {}),
+        ...init,
+        sendCq: init.sendCq ?? pd.device.createCq(),
+        recvCq: init.recvCq ?? pd.device.createCq(),
+      });
+      qp.connect(llp, connect);
+      return qp;
+    },
   };
+  return stack;
 }

@@ -1,11 +1,13 @@
 /**
- * The transports the tools can run on, by `--transport` name. Each entry turns the common flags into an
- * LLP transport and says which DDP/RDMAP profile its negotiation selects.
+ * The transports the tools can run on, by `--transport` name: a table of LLP plugins, each turning the
+ * common flags into its container module and the stack defaults its negotiation needs. Everything above
+ * the transport is composed by `@rddp/stack` (`createStack`).
  */
 import type { LlpConnection, LlpParams, LlpTransport } from '@rddp/llp';
-import { loopback } from '@rddp/llp-loopback';
-import { type MpaParams, type MpaRevision, mpaTcp, type RtrType } from '@rddp/llp-mpa-tcp';
-import { sctp } from '@rddp/llp-sctp';
+import { loopbackModule } from '@rddp/llp-loopback';
+import { type MpaParams, type MpaRevision, mpaTcpModule, type RtrType } from '@rddp/llp-mpa-tcp';
+import { sctpModule } from '@rddp/llp-sctp';
+import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
 
 export interface TransportFlags {
   transport: string;
@@ -22,6 +24,8 @@ export interface TransportFlags {
 }
 
 export interface ToolTransport {
+  /** The stack composed on the plugin: its transport, and the DDP/RDMAP/verbs factories above it. */
+  readonly stack: Stack;
   readonly transport: LlpTransport;
   /** Parameters for connect (initiator). */
   readonly connectParams: LlpParams;
@@ -29,6 +33,8 @@ export interface ToolTransport {
   readonly listenParams: LlpParams;
   /** DDP/RDMAP profile of a connection: MPA Rev 0 is the RDMA Consortium profile (DV=0, RV=0). */
   profileOf(c: LlpConnection): 'ietf' | 'rdmac';
+  /** Builds a session's RDMAP Stream through the stack's factories (`stack.rdmapStream`). */
+  readonly rdmapFactory: RdmapStreamBuilder;
 }
 
 export class UsageError extends Error {
@@ -36,68 +42,98 @@ export class UsageError extends Error {
   readonly exitCode = 2;
 }
 
-/** `loopback` is the in-process LLP: both ends must run in one process (`perf --loopback`). */
-export const TRANSPORT_NAMES = ['tcp', 'sctp', 'loopback'] as const;
+/** What a plugin entry gives the stack: its container module and the defaults its negotiation needs. */
+export interface ToolPlugin {
+  readonly module: ContainerModule;
+  readonly options: StackOptions;
+}
 
-export function toolTransport(f: TransportFlags): ToolTransport {
-  switch (f.transport) {
-    case 'tcp': {
-      const rev = f.mpaRev === undefined ? 1 : Number(f.mpaRev);
-      if (![0, 1, 2].includes(rev)) throw new UsageError(`--mpa-rev must be 0, 1 or 2 (got ${f.mpaRev})`);
-      let rtr: RtrType | false = false;
-      if (f.p2p !== undefined) {
-        if (!['write', 'read', 'send'].includes(f.p2p))
-          throw new UsageError(`--p2p must be write, read or send (got ${f.p2p})`);
-        if (rev !== 2) throw new UsageError('--p2p needs --mpa-rev 2 (RFC 6581 peer-to-peer mode)');
-        rtr = f.p2p as RtrType;
-      }
-      const params: MpaParams = {
-        revision: rev as MpaRevision,
-        crc: f.crc ?? true,
-        markers: f.markers ?? false,
-        ...(rtr ? { rtr } : {}),
-        ...(f.ird !== undefined ? { ird: f.ird } : {}),
-        ...(f.ord !== undefined ? { ord: f.ord } : {}),
-        ...(rev === 0 ? { ietfMode: 'permissive' as const } : {}),
-      };
-      // The responder accepts up to the revision asked for (all of them by default), and is a permissive
-      // IETF implementation (RFC 5044 Appendix C), so an RDMAC-era Rev 0 initiator is served too.
-      const listenParams: MpaParams = {
-        ...params,
-        revision: f.mpaRev === undefined ? 2 : (rev as MpaRevision),
-        rtr: rtr ? [rtr] : ['write', 'read', 'send'],
-        ietfMode: 'permissive',
-      };
-      const maxUlpdu = f.maxUlpdu === undefined ? undefined : Number(f.maxUlpdu);
-      if (maxUlpdu !== undefined && (!Number.isInteger(maxUlpdu) || maxUlpdu < 64768 || maxUlpdu > 65535))
-        throw new UsageError(`--max-ulpdu must be an integer 64768..65535 (got ${f.maxUlpdu})`);
-      return {
-        // Interop deviations (off by default, docs/MPA.md): longer received ULPDUs, an early responder FPDU.
-        transport: mpaTcp({
-          params,
-          ...(maxUlpdu !== undefined ? { maxUlpduLength: maxUlpdu } : {}),
-          ...(f.tolerateEarlyFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
-        }),
-        connectParams: params,
-        listenParams,
-        profileOf: (c) => ((c.setup.negotiated as { rdmac?: boolean }).rdmac ? 'rdmac' : 'ietf'),
-      };
-    }
-    case 'sctp':
-      // RFC 5043 over the npm `sctp` package, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1).
-      if (f.mpaRev !== undefined || f.p2p !== undefined || f.markers || f.maxUlpdu !== undefined || f.tolerateEarlyFpdu)
-        throw new UsageError(
-          '--mpa-rev, --p2p, --markers, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
-        );
-      return {
-        transport: sctp({ encapsulation: 'udp' }),
-        connectParams: {},
-        listenParams: {},
-        profileOf: () => 'ietf',
-      };
-    case 'loopback':
-      return { transport: loopback(), connectParams: {}, listenParams: {}, profileOf: () => 'ietf' };
-    default:
-      throw new UsageError(`unknown --transport '${f.transport}' (one of: ${TRANSPORT_NAMES.join(', ')})`);
+/** MPA/TCP (RFC 5044, RFC 6581): `--mpa-rev`, `--crc`, `--markers`, `--p2p`, IRD/ORD and the interop deviations. */
+function tcpPlugin(f: TransportFlags): ToolPlugin {
+  const rev = f.mpaRev === undefined ? 1 : Number(f.mpaRev);
+  if (![0, 1, 2].includes(rev)) throw new UsageError(`--mpa-rev must be 0, 1 or 2 (got ${f.mpaRev})`);
+  let rtr: RtrType | false = false;
+  if (f.p2p !== undefined) {
+    if (!['write', 'read', 'send'].includes(f.p2p))
+      throw new UsageError(`--p2p must be write, read or send (got ${f.p2p})`);
+    if (rev !== 2) throw new UsageError('--p2p needs --mpa-rev 2 (RFC 6581 peer-to-peer mode)');
+    rtr = f.p2p as RtrType;
   }
+  const params: MpaParams = {
+    revision: rev as MpaRevision,
+    crc: f.crc ?? true,
+    markers: f.markers ?? false,
+    ...(rtr ? { rtr } : {}),
+    ...(f.ird !== undefined ? { ird: f.ird } : {}),
+    ...(f.ord !== undefined ? { ord: f.ord } : {}),
+    ...(rev === 0 ? { ietfMode: 'permissive' as const } : {}),
+  };
+  // The responder accepts up to the revision asked for (all of them by default), and is a permissive
+  // IETF implementation (RFC 5044 Appendix C), so an RDMAC-era Rev 0 initiator is served too.
+  const listenParams: MpaParams = {
+    ...params,
+    revision: f.mpaRev === undefined ? 2 : (rev as MpaRevision),
+    rtr: rtr ? [rtr] : ['write', 'read', 'send'],
+    ietfMode: 'permissive',
+  };
+  const maxUlpdu = f.maxUlpdu === undefined ? undefined : Number(f.maxUlpdu);
+  if (maxUlpdu !== undefined && (!Number.isInteger(maxUlpdu) || maxUlpdu < 64768 || maxUlpdu > 65535))
+    throw new UsageError(`--max-ulpdu must be an integer 64768..65535 (got ${f.maxUlpdu})`);
+  return {
+    // Interop deviations (off by default, docs/MPA.md): longer received ULPDUs, an early responder FPDU.
+    module: mpaTcpModule({
+      params,
+      ...(maxUlpdu !== undefined ? { maxUlpduLength: maxUlpdu } : {}),
+      ...(f.tolerateEarlyFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
+    }),
+    options: {
+      connectParams: params,
+      listenParams,
+      profile: (c) => ((c.setup.negotiated as { rdmac?: boolean }).rdmac ? 'rdmac' : 'ietf'),
+    },
+  };
+}
+
+/** RFC 5043 over the npm `sctp` package, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */
+function sctpPlugin(f: TransportFlags): ToolPlugin {
+  if (f.mpaRev !== undefined || f.p2p !== undefined || f.markers || f.maxUlpdu !== undefined || f.tolerateEarlyFpdu)
+    throw new UsageError(
+      '--mpa-rev, --p2p, --markers, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
+    );
+  return { module: sctpModule({ encapsulation: 'udp' }), options: { profile: 'ietf' } };
+}
+
+/** The in-process LLP: both ends must run in one process (`perf --loopback`). */
+function loopbackPlugin(): ToolPlugin {
+  return { module: loopbackModule(), options: { profile: 'ietf' } };
+}
+
+/** The `--transport` table: name → LLP plugin. */
+export const TOOL_PLUGINS = {
+  tcp: tcpPlugin,
+  sctp: sctpPlugin,
+  loopback: loopbackPlugin,
+} as const satisfies Record<string, (f: TransportFlags) => ToolPlugin>;
+
+/** `loopback` is the in-process LLP: both ends must run in one process (`perf --loopback`). */
+export const TRANSPORT_NAMES = ['tcp', 'sctp', 'loopback'] as const satisfies readonly (keyof typeof TOOL_PLUGINS)[];
+
+function isTransportName(name: string): name is keyof typeof TOOL_PLUGINS {
+  return Object.hasOwn(TOOL_PLUGINS, name);
+}
+
+/** Composes the stack for `--transport` and its flags; `modules` are user modules loaded on top. */
+export function toolTransport(f: TransportFlags, modules: readonly ContainerModule[] = []): ToolTransport {
+  if (!isTransportName(f.transport))
+    throw new UsageError(`unknown --transport '${f.transport}' (one of: ${TRANSPORT_NAMES.join(', ')})`);
+  const plugin = TOOL_PLUGINS[f.transport](f);
+  const stack = createStack(plugin.module, { ...plugin.options, modules });
+  return {
+    stack,
+    transport: stack.transport,
+    connectParams: stack.options.connectParams ?? {},
+    listenParams: stack.options.listenParams ?? {},
+    profileOf: (c) => stack.profileOf(c),
+    rdmapFactory: (llp, request) => stack.rdmapStream(llp, request),
+  };
 }

@@ -1,28 +1,30 @@
 /**
  * rddp's side of each benchmark figure. Bandwidth runs an RDMA Write's wire format: tagged DDP messages
  * whose RsvdULP is RDMAP's control octet (RV 1, opcode 0 — RFC 5040 §4.2), both ends in this process,
- * as the raw-TCP baseline runs.
+ * as the raw-TCP baseline runs. Transports and DDP Streams are composed by `@rddp/stack`.
  */
-import { Access, DdpStream, StagTable } from '@rddp/ddp';
-import type { LlpConnection, LlpStream, LlpTransport } from '@rddp/llp';
-import { createLoopbackPair } from '@rddp/llp-loopback';
-import { type MpaParams, mpaTcp } from '@rddp/llp-mpa-tcp';
-import { firstValueFrom } from 'rxjs';
+import { Access, StagTable } from '@rddp/ddp';
+import type { LlpConnection, LlpStream } from '@rddp/llp';
+import { loopbackModule } from '@rddp/llp-loopback';
+import { type MpaParams, mpaTcpModule } from '@rddp/llp-mpa-tcp';
+import { createStack, type Stack } from '@rddp/stack';
 import { OpWindow } from '../perf/window.js';
 
 /** RDMAP control octet of an RDMA Write: RV=1 (bits 0-1 = 01), opcode 0000 (RFC 5040 §4.2). */
 export const RDMA_WRITE_CONTROL = 0x40;
 
+/** A stack on MPA/TCP with `params` on both ends. */
+export function mpaStack(params: MpaParams): Stack {
+  return createStack(mpaTcpModule({ params }), { connectParams: params, listenParams: params });
+}
+
 export async function mpaPair(
   params: MpaParams,
-): Promise<{ a: LlpConnection; b: LlpConnection; close(): Promise<void> }> {
-  const t: LlpTransport = mpaTcp({ params });
-  const listener = await t.listen({ host: '127.0.0.1', port: 0 }, { params });
-  const accepted = firstValueFrom(listener.connections$);
-  const a = await t.connect(listener.address, { params });
-  const b = await accepted;
-  await listener.close();
+): Promise<{ stack: Stack; a: LlpConnection; b: LlpConnection; close(): Promise<void> }> {
+  const stack = mpaStack(params);
+  const [a, b] = await stack.pair({ host: '127.0.0.1', port: 0 });
   return {
+    stack,
     a,
     b,
     async close() {
@@ -34,6 +36,7 @@ export async function mpaPair(
 
 /** Streams `total` octets as tagged messages of `size` octets from a to b; MB/s (10^6 octets/s). Verifies the last message. */
 export async function ddpWriteBandwidth(
+  stack: Stack,
   a: LlpStream,
   b: LlpStream,
   size: number,
@@ -43,8 +46,8 @@ export async function ddpWriteBandwidth(
   const stags = new StagTable();
   const sink = new Uint8Array(size);
   const region = stags.register({ pdId: 1, buffer: sink, access: Access.RemoteWrite });
-  const tx = new DdpStream(a, { pdId: 1, stags: new StagTable() });
-  const rx = new DdpStream(b, { pdId: 1, stags });
+  const tx = stack.ddpStream(a, { pdId: 1, stags: new StagTable() });
+  const rx = stack.ddpStream(b, { pdId: 1, stags });
   const count = Math.max(1, Math.floor(total / size));
   let delivered = 0;
   const done = new Promise<void>((resolve, reject) => {
@@ -70,9 +73,15 @@ export async function ddpWriteBandwidth(
 }
 
 /** Half round-trip times (µs) of a `size`-octet untagged Send ping-pong between a and b. */
-export async function ddpSendPingPong(a: LlpStream, b: LlpStream, size: number, iters: number): Promise<number[]> {
-  const A = new DdpStream(a, { pdId: 1, stags: new StagTable() });
-  const B = new DdpStream(b, { pdId: 1, stags: new StagTable() });
+export async function ddpSendPingPong(
+  stack: Stack,
+  a: LlpStream,
+  b: LlpStream,
+  size: number,
+  iters: number,
+): Promise<number[]> {
+  const A = stack.ddpStream(a, { pdId: 1, stags: new StagTable() });
+  const B = stack.ddpStream(b, { pdId: 1, stags: new StagTable() });
   const msg = new Uint8Array(size).fill(1);
   const SEND = 0x43; // RDMAP control: RV 1, opcode 0011 Send (RFC 5040 §4.2)
   for (let i = 0; i < 8; i++) {
@@ -102,9 +111,10 @@ export async function ddpSendPingPong(a: LlpStream, b: LlpStream, size: number, 
 }
 
 export async function loopbackWriteBandwidth(size: number, total: number): Promise<number> {
-  const [a, b] = await createLoopbackPair({ mulpdu: 65_512 });
+  const stack = createStack(loopbackModule({ mulpdu: 65_512 }));
+  const [a, b] = await stack.pair({ host: 'bench-loopback', port: 0 });
   try {
-    return await ddpWriteBandwidth(a.streams[0] as LlpStream, b.streams[0] as LlpStream, size, total);
+    return await ddpWriteBandwidth(stack, a.streams[0] as LlpStream, b.streams[0] as LlpStream, size, total);
   } finally {
     a.abort();
     b.abort();
@@ -119,9 +129,9 @@ export async function rssGrowth(total: number): Promise<number> {
   const timer = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 20);
-  const { a, b, close } = await mpaPair({ crc: true });
+  const { stack, a, b, close } = await mpaPair({ crc: true });
   try {
-    await ddpWriteBandwidth(a.streams[0] as LlpStream, b.streams[0] as LlpStream, 1 << 20, total);
+    await ddpWriteBandwidth(stack, a.streams[0] as LlpStream, b.streams[0] as LlpStream, 1 << 20, total);
   } finally {
     clearInterval(timer);
     await close();
@@ -132,9 +142,8 @@ export async function rssGrowth(total: number): Promise<number> {
 
 /** Milliseconds to set up `n` MPA/TCP connections to one server (all held open at the end), and close them. */
 export async function connectionSetup(n: number): Promise<number> {
-  const params: MpaParams = { crc: true };
-  const t = mpaTcp({ params });
-  const listener = await t.listen({ host: '127.0.0.1', port: 0 }, { params });
+  const stack = mpaStack({ crc: true });
+  const listener = await stack.listen({ host: '127.0.0.1', port: 0 });
   const held: LlpConnection[] = [];
   listener.connections$.subscribe((c) => held.push(c));
   const t0 = performance.now();
@@ -142,9 +151,7 @@ export async function connectionSetup(n: number): Promise<number> {
   const batch = 50;
   for (let i = 0; i < n; i += batch)
     clients.push(
-      ...(await Promise.all(
-        Array.from({ length: Math.min(batch, n - i) }, () => t.connect(listener.address, { params })),
-      )),
+      ...(await Promise.all(Array.from({ length: Math.min(batch, n - i) }, () => stack.connect(listener.address)))),
     );
   while (held.length < n) await new Promise((r) => setTimeout(r, 1));
   const ms = performance.now() - t0;

@@ -70,18 +70,18 @@ async function alternate(
 }
 
 async function mpaWrite(params: MpaParams, size: number, total: number): Promise<number> {
-  const { a, b, close } = await mpaPair(params);
+  const { stack, a, b, close } = await mpaPair(params);
   try {
-    return await ddpWriteBandwidth(a.streams[0] as LlpStream, b.streams[0] as LlpStream, size, total);
+    return await ddpWriteBandwidth(stack, a.streams[0] as LlpStream, b.streams[0] as LlpStream, size, total);
   } finally {
     await close();
   }
 }
 
 async function mpaPingPong(iters: number): Promise<number> {
-  const { a, b, close } = await mpaPair({ crc: true });
+  const { stack, a, b, close } = await mpaPair({ crc: true });
   try {
-    return median(await ddpSendPingPong(a.streams[0] as LlpStream, b.streams[0] as LlpStream, 64, iters));
+    return median(await ddpSendPingPong(stack, a.streams[0] as LlpStream, b.streams[0] as LlpStream, 64, iters));
   } finally {
     await close();
   }

@@ -4,7 +4,6 @@
  */
 import type { LlpConnection } from '@rddp/llp';
 import type { Command } from 'commander';
-import { firstValueFrom } from 'rxjs';
 import { integerIn } from '../flags.js';
 import { perfClient, perfServe } from '../perf/engine.js';
 import { bwHeader, RULE } from '../perf/format.js';
@@ -13,16 +12,9 @@ import { type ToolTransport, toolTransport, UsageError } from '../transports.js'
 import { resultLine } from './perf.js';
 import { rpingClient, rpingServe } from './rping.js';
 
-async function pair(tt: ToolTransport): Promise<[LlpConnection, LlpConnection]> {
-  const listener = await tt.transport.listen({ host: '127.0.0.1', port: 0 }, { params: tt.listenParams });
-  const accepted = firstValueFrom(listener.connections$);
-  const client = await tt.transport.connect(listener.address, {
-    params: tt.connectParams,
-    signal: AbortSignal.timeout(15_000),
-  });
-  const server = await accepted;
-  await listener.close();
-  return [client, server];
+/** A client and a server connection on 127.0.0.1, made by the stack (its transport and MPA parameters). */
+function pair(tt: ToolTransport): Promise<[LlpConnection, LlpConnection]> {
+  return tt.stack.pair({ host: '127.0.0.1', port: 0 }, { signal: AbortSignal.timeout(15_000) });
 }
 
 /** The demo's flag ranges: at least one ping, at least the sweep's first size (64 octets). */
@@ -71,7 +63,7 @@ export async function runDemo(o: DemoOptions, print: (s: string) => void): Promi
   print('                    RDMA_Write BW Test (rddp, MPA/TCP, CRC on)');
   print(RULE);
   print(bwHeader());
-  const serving = perfServe(s2, tt.profileOf(s2), () => {});
+  const serving = perfServe(s2, tt.profileOf(s2), () => {}, 0, { rdmapFactory: tt.rdmapFactory });
   serving.catch(() => {});
   let ok = true;
   const results = await perfClient(
@@ -82,6 +74,9 @@ export async function runDemo(o: DemoOptions, print: (s: string) => void): Promi
       ok &&= r.verified;
       print(resultLine(r));
     },
+    undefined,
+    0,
+    { rdmapFactory: tt.rdmapFactory },
   );
   await serving;
   print(RULE);

@@ -6,6 +6,7 @@
 import { Access } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
 import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
+import type { RdmapStreamBuilder } from '@rddp/stack';
 import { filter, firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
 import { PeerWatch } from '../peer.js';
@@ -128,6 +129,14 @@ export interface PerfServeOptions {
   readonly test?: PerfTest;
   /** The sizes and run length this server's flags fixed: a HELLO asking otherwise is refused. */
   readonly run?: PerfServerRun;
+  /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
+  readonly rdmapFactory?: RdmapStreamBuilder;
+}
+
+/** How a client builds its session (`perfClient`'s last argument). */
+export interface PerfClientOptions {
+  /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
+  readonly rdmapFactory?: RdmapStreamBuilder;
 }
 
 function maxSize(p: PerfParams): number {
@@ -153,6 +162,7 @@ export async function perfServe(
     stream,
     ...(profile === 'ietf' ? { extensions: { atomics: true } } : {}),
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
+    ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
   });
   const watch = new PeerWatch(conn, s.rdmap.terminate$);
   // One buffer for HELLO; what follows depends on the test.
@@ -258,6 +268,7 @@ export async function perfClient(
   onResult: (r: PerfResult) => void,
   onProgress?: (done: number, total: number) => void,
   stream = 0,
+  options: PerfClientOptions = {},
 ): Promise<PerfResult[]> {
   const atomic = p.test.startsWith('atomic');
   if (atomic && profile !== 'ietf')
@@ -267,6 +278,7 @@ export async function perfClient(
     stream,
     ...(atomic ? { extensions: { atomics: true } } : {}),
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
+    ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
   });
   const watch = new PeerWatch(conn, s.rdmap.terminate$);
   try {

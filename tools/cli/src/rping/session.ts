@@ -4,11 +4,11 @@ import type { LlpConnection } from '@rddp/llp';
 import {
   RdmaErrorType,
   type RdmapOperation,
-  RdmapStream,
+  type RdmapStream,
   type ReceiveCompletion,
-  rdmapOptionsFromSetup,
   type SendCompletion,
 } from '@rddp/rdmap';
+import { type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
 
 export { Access };
 
@@ -32,20 +32,20 @@ export class RdmaSession {
       stream?: number;
       /** RFC 7306 extensions both ends agreed on. */
       extensions?: { atomics?: boolean; immediate?: boolean };
+      /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
+      rdmapFactory?: RdmapStreamBuilder;
     },
   ) {
     const debug = options.debug;
-    const llp = connection.streams[options.stream ?? 0];
-    if (!llp) throw new Error(`the connection has no LLP stream ${options.stream}`);
-    this.rdmap = new RdmapStream(llp, {
+    // The stack adds the connection's role and capabilities, and IRD/ORD and the RTR MSNs as the LLP
+    // negotiated them (RFC 6581: what was announced is what is enforced).
+    this.rdmap = (options.rdmapFactory ?? rdmapStreamOn)(connection, {
+      stream: options.stream ?? 0,
       profile: options.profile,
       pdId: 1,
       stags: this.stags,
-      role: connection.role,
-      llpCapabilities: connection.capabilities,
       ...(options.ird !== undefined ? { ird: options.ird } : {}),
       ...(options.ord !== undefined ? { ord: options.ord } : {}),
-      ...rdmapOptionsFromSetup(connection.setup), // RFC 6581: what was announced is what is enforced
       ...(options.extensions ? { extensions: options.extensions } : {}),
     });
     this.rdmap.completions$.subscribe((c) => {
