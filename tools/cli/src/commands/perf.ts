@@ -148,9 +148,12 @@ export async function perfClientStreams(
   onProgress?: (done: number, total: number) => void,
 ): Promise<PerfResult[]> {
   const n = conn.streams.length;
-  if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), onProgress, 0);
+  const viaStack = { rdmapFactory: tt.rdmapFactory };
+  if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), onProgress, 0, viaStack);
   const per = await Promise.all(
-    conn.streams.map((_, i) => perfClient(conn, tt.profileOf(conn), p, () => {}, i === 0 ? onProgress : undefined, i)),
+    conn.streams.map((_, i) =>
+      perfClient(conn, tt.profileOf(conn), p, () => {}, i === 0 ? onProgress : undefined, i, viaStack),
+    ),
   );
   const out: PerfResult[] = [];
   for (let k = 0; k < p.sizes.length; k++) {
@@ -176,7 +179,11 @@ export async function perfServeStreams(
   const limits = options.limits;
   const budget = options.budget ?? (limits ? new MemoryBudget(limits.maxMemory) : undefined);
   const served = conn.streams.map((_, i) =>
-    perfServe(conn, tt.profileOf(conn), log, i, { ...options, ...(budget ? { budget } : {}) }),
+    perfServe(conn, tt.profileOf(conn), log, i, {
+      ...options,
+      rdmapFactory: tt.rdmapFactory,
+      ...(budget ? { budget } : {}),
+    }),
   );
   try {
     const all = await Promise.all(served);

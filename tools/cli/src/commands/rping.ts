@@ -81,7 +81,7 @@ export async function rpingClient(
   o: { count: number; size: number; verbose: boolean; validate: boolean },
   out: Out,
 ): Promise<void> {
-  const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug });
+  const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug, rdmapFactory: tt.rdmapFactory });
   const watch = new PeerWatch(conn, s.rdmap.terminate$);
   const startBuf = new Uint8Array(o.size);
   const rdmaBuf = new Uint8Array(o.size);
@@ -125,7 +125,7 @@ export async function rpingServe(
   o: { size: number; verbose: boolean; budget?: MemoryBudget },
   out: Out,
 ): Promise<number> {
-  const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug });
+  const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug, rdmapFactory: tt.rdmapFactory });
   const watch = new PeerWatch(conn, s.rdmap.terminate$);
   const budget = o.budget;
   let reserved = 0;
