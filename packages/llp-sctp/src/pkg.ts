@@ -1,5 +1,5 @@
 /**
- * Typed facade over the npm `sctp` 1.0.0 package (untyped CommonJS), and the small instance-level shims
+ * Typed facade over `@rddp/sctp` (npm `sctp` 1.0.0 with rddp's RFC 4960 fixes; untyped CommonJS), and the small instance-level shims
  * this plugin applies to it. Everything that touches the package's internals is named here, so an
  * upgrade has one file to check (docs/SCTP.md, "The sctp package").
  */
@@ -48,7 +48,7 @@ export interface PkgAssociation extends EventEmitter {
   /** Pending delayed-SACK timer (RFC 4960 §6.2), if any. */
   _sack_timer?: unknown;
   _destroy(): void;
-  /** RFC 4960 §10.1 M, for the RTO parameters only (added by patches/sctp@1.0.0.patch). */
+  /** RFC 4960 §10.1 M, for the RTO parameters only (added by @rddp/sctp, packages/sctp/NOTICE.md). */
   SETPROTOCOLPARAMETERS(params: PkgRtoParameters): void;
   /** Takes the peer's INIT or INIT ACK fields (RFC 4960 §5.1): OS, peer tag, peer_rwnd. */
   _updatePeer(chunk: PkgInitChunk): void;
@@ -122,11 +122,11 @@ export interface SctpSocket extends EventEmitter {
   sendToAssociation(chunk: Uint8Array, options: { stream_id: number; ppid?: number }, cb: (e?: Error) => void): void;
 }
 
-const Endpoint = require('sctp/lib/endpoint') as EndpointStatic;
+const Endpoint = require('@rddp/sctp/lib/endpoint') as EndpointStatic;
 /** The package's public entry (net-like API). */
-export const sctpPackage = require('sctp') as SctpModule;
+export const sctpPackage = require('@rddp/sctp') as SctpModule;
 /** The package's PPID table, for tests that compare against IANA's. */
-export const packagePpids = (require('sctp/lib/defs') as { PPID: Record<string, number | string> }).PPID;
+export const packagePpids = (require('@rddp/sctp/lib/defs') as { PPID: Record<string, number | string> }).PPID;
 
 /**
  * Creates a package endpoint on a datagram "socket" of ours (the package's UDP mode, RFC 6951-style):

@@ -12,7 +12,7 @@ import { allAcked, sctpPackage, shimAssociation } from '../src/pkg.js';
 import { adaptationCodePoint, ChunkType, chunks, initChunk, outboundStreams } from '../src/wire.js';
 import { barePairOnLink, barePairOnUdp, link, pattern, udpDrops, until } from './harness.js';
 
-const packageDefaults = createRequire(import.meta.url)('sctp/lib/defs') as { NET_SCTP: { RWND: number } };
+const packageDefaults = createRequire(import.meta.url)('@rddp/sctp/lib/defs') as { NET_SCTP: { RWND: number } };
 
 describe('sctp 1.0.0 defects (docs/SCTP.md)', () => {
   it('defect "raw buffer": the package keeps slices of the datagram buffers it is given, so a reused receive buffer (raw-socket) corrupts messages over one packet', async () => {

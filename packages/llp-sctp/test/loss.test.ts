@@ -1,5 +1,5 @@
 /**
- * Loss recovery of the patched `sctp` package (patches/sctp@1.0.0.patch, docs/SCTP.md "Loss"), on the
+ * Loss recovery of `@rddp/sctp` (packages/sctp/NOTICE.md, docs/SCTP.md "Loss"), on the
  * bare package over the in-memory link, losing chosen packets: fast retransmit (RFC 4960 §7.2.4), T3-rtx
  * at RTO.Min (§6.3.3), T1-cookie (§5.1), T2-shutdown (§9.2), the receiver's drop at a closed window (§6.2).
  * tools/cli/test/lossy.test.ts moves 256 MiB over a randomly lossy veth link.
@@ -158,7 +158,7 @@ describe('loss recovery of the patched sctp package', () => {
 
   it('RFC 4960 §6.2, §6.5: with its window closed the receiver drops the largest TSN held for reordering; SSNs start at 0', () => {
     const require = createRequire(import.meta.url);
-    const Reassembly = require('sctp/lib/reassembly') as new (o: {
+    const Reassembly = require('@rddp/sctp/lib/reassembly') as new (o: {
       rwnd: number;
     }) => {
       rwnd: number;

@@ -33,7 +33,7 @@ import {
 import { link, until } from './harness.js';
 
 const require = createRequire(import.meta.url);
-const PkgChunk = require('sctp/lib/chunk') as {
+const PkgChunk = require('@rddp/sctp/lib/chunk') as {
   fromBuffer(b: Buffer): Record<string, unknown> & { chunkType: string; errors?: unknown };
   new (type: string, o: Record<string, unknown>): { toBuffer(): Buffer };
 };

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import { registerAttack } from './commands/attack.js';
 import { registerBench } from './commands/bench.js';
@@ -8,10 +9,14 @@ import { registerRping } from './commands/rping.js';
 import { registerSctpExperiment } from './commands/sctp-experiment.js';
 import { registerSoak } from './commands/soak.js';
 
+/** The @rddp/tools version `rddp --version` prints (package.json sits next to src/ and dist/). */
+export const toolsVersion: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+
 /** The `rddp` command line. Each command lives in ./commands/<name>.ts. */
 export function buildProgram(): Command {
   const program = new Command('rddp')
     .description('rddp — the iWARP protocol suite (RDMAP, DDP, MPA) in TypeScript')
+    .version(toolsVersion, '--version', 'print the @rddp/tools version')
     .exitOverride((err) => {
       // commander's own usage errors exit 2 (bad flags), help/version exit 0.
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
