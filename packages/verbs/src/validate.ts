@@ -2,16 +2,14 @@
  * Caller input checks at the edge of the stack: STags (32 bits, RFC 5040 §2.2), Tagged Offsets and RFC
  * 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), and the queue pair's numeric limits.
  */
+import { MAX_U64 as U64_MAX } from '@rddp/ddp';
 import { InvalidWorkRequestError } from './errors.js';
 import type { RemoteBuffer } from './mr.js';
 
 /** The largest STag (32 bits). */
 export const MAX_STAG = 0xffff_ffff;
-/** 2^64 − 1: the largest Tagged Offset and RFC 7306 operand. */
-export const U64_MAX = (1n << 64n) - 1n;
-
-/** An STag as error messages show it: `0x` and eight hex digits. */
-export const hex = (stag: number): string => `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;
+/** 2^64 − 1 (the largest Tagged Offset and RFC 7306 operand) and the STag formatter: one home, in @rddp/ddp. */
+export { MAX_U64 as U64_MAX, stagHex as hex } from '@rddp/ddp';
 
 export function checkStag(stag: number, what: string): void {
   if (!Number.isInteger(stag) || stag < 0 || stag > MAX_STAG)
