@@ -1,15 +1,15 @@
 /** Errors DDP raises to its caller, one class per condition with a stable `code` (errors from the peer are events: `error$`). */
-export abstract class DdpError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+import { RddpAbortError, RddpError, RddpInvalidArgumentError } from '@rddp/llp';
+
+/** Base class of DDP's errors; an `RddpError` like every rddp error. */
+export abstract class DdpError extends RddpError {}
 
 /** A caller passed a value outside its field's range (QN, STag, RsvdULP, TO, buffer). */
 export class DdpInvalidArgumentError extends DdpError {
   readonly code = 'ERR_DDP_INVALID_ARGUMENT';
+  static {
+    RddpInvalidArgumentError.join(DdpInvalidArgumentError);
+  }
 }
 
 /** The DDP Stream is closed (or its LLP stream ended) and cannot carry the operation. */
@@ -32,14 +32,17 @@ export class StagTableFullError extends DdpError {
   readonly code = 'ERR_DDP_STAG_TABLE_FULL';
 }
 
-/** A send was aborted by its AbortSignal before all of its segments were handed to the LLP. */
 /** The DDP transmit queue holds `maxSendQueue` messages not yet handed to the LLP: the caller must wait. */
 export class DdpSendQueueFullError extends DdpError {
   readonly code = 'ERR_DDP_SEND_QUEUE_FULL';
 }
 
+/** A send was aborted by its AbortSignal before all of its segments were handed to the LLP. */
 export class DdpAbortError extends DdpError {
   readonly code = 'ERR_DDP_ABORTED';
+  static {
+    RddpAbortError.join(DdpAbortError);
+  }
 }
 
 export type DdpErrorCode =

@@ -2,15 +2,11 @@
  * RDMAP's typed errors: one class per condition, each with a stable `code`. Caller errors are thrown at
  * the call; stream errors complete operations in error and are surfaced (RFC 5040 §7.1).
  */
+import { RddpAbortError, RddpError, RddpInvalidArgumentError, RddpMessageTooLongError } from '@rddp/llp';
 import { describeTerminate, type TerminateErrorName } from './terminate-codes.js';
 
-export abstract class RdmapError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+/** Base class of RDMAP's errors; an `RddpError` like every rddp error. */
+export abstract class RdmapError extends RddpError {}
 
 /** The stream is not in a state that accepts the call (e.g. posting after a Terminate). */
 export class RdmapStateError extends RdmapError {
@@ -26,6 +22,9 @@ export class RdmapStateError extends RdmapError {
 /** An argument outside what the wire format can carry (STag, TO, sizes) or a malformed request. */
 export class RdmapInvalidArgumentError extends RdmapError {
   readonly code = 'ERR_RDMAP_INVALID_ARGUMENT';
+  static {
+    RddpInvalidArgumentError.join(RdmapInvalidArgumentError);
+  }
 }
 
 /** An RDMA Read beyond the outbound RDMA Read Request limit negotiated for this stream (RFC 5040 §6.1). */
@@ -60,6 +59,9 @@ export class RdmapExtensionDisabledError extends RdmapError {
 /** A message longer than RDMAP/DDP can describe (2^32-1 octets: RDMA Read Message Size, DDP MO). */
 export class RdmapMessageTooLongError extends RdmapError {
   readonly code = 'ERR_RDMAP_MESSAGE_TOO_LONG';
+  static {
+    RddpMessageTooLongError.join(RdmapMessageTooLongError);
+  }
   constructor(
     readonly length: number,
     readonly max: number,
@@ -105,6 +107,9 @@ export class LlpFailedError extends RdmapError {
 /** The caller's AbortSignal fired. */
 export class RdmapAbortError extends RdmapError {
   readonly code = 'ERR_RDMAP_ABORTED';
+  static {
+    RddpAbortError.join(RdmapAbortError);
+  }
   constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
     super(message, options);
   }

@@ -1,13 +1,8 @@
 /** One error class per condition, each with a stable `code`. */
+import { RddpError } from '@rddp/llp';
 
-/** Base class of the errors `@rddp/stack` throws itself. */
-export abstract class StackError extends Error {
-  abstract readonly code: string;
-  constructor(message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+/** Base class of the errors `@rddp/stack` throws itself; an `RddpError` like every rddp error. */
+export abstract class StackError extends RddpError {}
 
 /** A layer was asked for on an LLP stream index the connection does not have. */
 export class NoSuchLlpStreamError extends StackError {

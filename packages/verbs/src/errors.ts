@@ -2,15 +2,11 @@
  * Errors the verbs API throws at its caller: one class per condition, each with a stable `code`
  * (ERR_VERBS_*). Errors that happen on the wire are not thrown: they arrive as work completions.
  */
+import { RddpError, RddpInvalidArgumentError, RddpMessageTooLongError } from '@rddp/llp';
 import type { WorkCompletion } from './types.js';
 
-export abstract class VerbsError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+/** Base class of the verbs API's errors; an `RddpError` like every rddp error. */
+export abstract class VerbsError extends RddpError {}
 
 /** The class of a caller mistake told by its message and `code` alone. */
 function verbsError<C extends string>(
@@ -47,6 +43,9 @@ export class SgeRangeError extends verbsError('ERR_VERBS_SGE_RANGE') {}
 /** A message longer than the queue pair allows (at most 2^32-1 octets: RFC 5040 §4.4, RFC 5041 MO). */
 export class MessageTooLongError extends VerbsError {
   readonly code = 'ERR_VERBS_MESSAGE_TOO_LONG';
+  static {
+    RddpMessageTooLongError.join(MessageTooLongError);
+  }
   constructor(
     readonly length: number,
     readonly max: number,
@@ -59,7 +58,11 @@ export class MessageTooLongError extends VerbsError {
 export class QueueFullError extends verbsError('ERR_VERBS_QUEUE_FULL') {}
 
 /** A malformed work request: unknown opcode, STag or TO out of range, wrong number of elements. */
-export class InvalidWorkRequestError extends verbsError('ERR_VERBS_INVALID_WR') {}
+export class InvalidWorkRequestError extends verbsError('ERR_VERBS_INVALID_WR') {
+  static {
+    RddpInvalidArgumentError.join(InvalidWorkRequestError);
+  }
+}
 
 /**
  * An RFC 7306 operation (atomics, Immediate Data) on a queue pair whose connection did not enable that

@@ -1,12 +1,9 @@
 /** `rddp perf`'s typed errors: one class per condition, each with a stable `code`. */
 
-export abstract class PerfError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+import { RddpError } from '@rddp/llp';
+
+/** Base class of `rddp perf`'s errors; an `RddpError` like every rddp error. */
+export abstract class PerfError extends RddpError {}
 
 /** Server side: a client's HELLO asked for what this server does not serve (schema or limits). */
 export class PerfHelloRefusedError extends PerfError {

@@ -1,12 +1,9 @@
 /** `rddp rping`'s typed errors: one class per condition, each with a stable `code`. */
 
-export abstract class RpingError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+import { RddpError } from '@rddp/llp';
+
+/** Base class of `rddp rping`'s errors; an `RddpError` like every rddp error. */
+export abstract class RpingError extends RddpError {}
 
 /** A buffer advertisement that is not rping's 16-octet struct rping_rdma_info (rping.c: "bogus data"). */
 export class RpingBogusDataError extends RpingError {
