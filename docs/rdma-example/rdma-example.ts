@@ -11,7 +11,7 @@ export async function main(llp: ContainerModule = loopbackModule()): Promise<{ r
   const peer = stack.queuePair(server, serverLink);
 
   // The server exposes a buffer to remote reads and writes, and posts a receive for a Send.
-  const exposed = server.registerMr(new Uint8Array(64), Access.RemoteRead | Access.RemoteWrite);
+  const exposed = server.registerMr(new Uint8Array(64), Access.LocalWrite | Access.RemoteRead | Access.RemoteWrite);
   const inbox = server.registerMr(new Uint8Array(64), Access.LocalWrite);
   const delivered = peer.recv(inbox.sge());
   const target = exposed.remote(); // { stag, to }: normally sent to the client in a Send or private data

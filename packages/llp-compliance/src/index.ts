@@ -4,8 +4,12 @@
  *   import { tests } from '@rddp/llp-compliance';
  *   tests({ setup: async () => ({ connect: () => myPair() }), teardown: async () => {} });
  *
- * Each check names the RFC 5041 requirement it stands for. Checks that assume a reliable or ordered LLP
- * run only where the connection's capabilities declare it (DDPP core draft §3 classes).
+ * Each check names the RFC 5041 requirement it stands for. Checks that assume a reliable or ordered LLP,
+ * several streams, private data or reject support are skipped, with the reason, where the connection's
+ * capabilities or the context say otherwise (DDPP core draft §3 classes).
+ *
+ * The suite imports `describe`/`it`/hooks from 'vitest' and nothing else of the runner: it sets its own
+ * timeouts (`ComplianceFactory.timeoutMs`) and needs no configuration of the project that runs it.
  */
 import {
   InvalidArgumentError,
@@ -22,7 +26,7 @@ import {
   UlpduTooLargeError,
 } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, type TestContext, it as vitestIt } from 'vitest';
 
 export interface ComplianceContext {
   /** A fresh connected pair: [initiator, responder]. `streams` asks for that many LLP streams where supported. */
@@ -74,6 +78,20 @@ export function transportContext(
 export interface ComplianceFactory {
   setup(): Promise<ComplianceContext>;
   teardown(): Promise<void>;
+  /** Timeout of each test and hook, in milliseconds (default 30 000: the waits inside go up to 20 s). */
+  readonly timeoutMs?: number;
+}
+
+/** Whether `x` looks like an LLP connection (what a connect that should have been rejected returns). */
+function isConnection(x: unknown): x is LlpConnection {
+  return typeof x === 'object' && x !== null && typeof (x as LlpConnection).abort === 'function';
+}
+
+/** What a value is, for an assertion message. */
+function describeValue(x: unknown): string {
+  if (x === undefined) return 'undefined (the connect succeeded)';
+  if (x instanceof Error) return `${x.name}${'code' in x ? ` ${String(x.code)}` : ''}: ${x.message}`;
+  return typeof x === 'object' && x !== null ? (x.constructor?.name ?? 'object') : String(x);
 }
 
 /** Collects every ULPDU a stream receives, copying it (the chunks are only valid during the call). */
@@ -144,6 +162,9 @@ function s0(c: LlpConnection): LlpStream {
 }
 
 export function tests(factory: ComplianceFactory): void {
+  const timeout = factory.timeoutMs ?? 30_000;
+  /** vitest's `it`, with the suite's own timeout. */
+  const it = (name: string, fn: (t: TestContext) => Promise<void>) => vitestIt(name, fn, timeout);
   describe('LLP compliance (RFC 5041 §3, §6)', () => {
     let ctx: ComplianceContext;
     const open: LlpConnection[] = [];
@@ -152,10 +173,10 @@ export function tests(factory: ComplianceFactory): void {
 
     beforeAll(async () => {
       ctx = await factory.setup();
-    });
+    }, timeout);
     afterAll(async () => {
       await factory.teardown();
-    });
+    }, timeout);
     beforeEach(() => {
       escaped.length = 0;
       process.on('uncaughtException', onEscape);
@@ -168,7 +189,9 @@ export function tests(factory: ComplianceFactory): void {
       process.off('uncaughtException', onEscape);
       process.off('unhandledRejection', onEscape);
       expect(escaped, 'errors thrown into the void').toEqual([]);
-    });
+    }, timeout);
+    const unreliable = 'the LLP declares itself unreliable (capabilities.reliable false): nothing to wait for';
+    const unordered = 'the LLP declares itself unreliable or unordered: no order to check';
 
     async function pair(options?: { streams?: number; privateData?: Uint8Array }) {
       const p = await ctx.connect(options);
@@ -242,9 +265,9 @@ export function tests(factory: ComplianceFactory): void {
       expect(got.ulpdus).toEqual([pattern(3, 3)]);
     });
 
-    it('RFC 5041 §3: many small and a few large ULPDUs arrive in order', async () => {
+    it('RFC 5041 §3: many small and a few large ULPDUs arrive in order', async (t) => {
       const [a, b] = await pair();
-      if (!a.capabilities.reliable || !a.capabilities.ordered) return;
+      if (!a.capabilities.reliable || !a.capabilities.ordered) return t.skip(unordered);
       const max = Math.min(s0(a).mulpdu, ctx.maxTestedUlpdu ?? 256 * 1024);
       const sent: Uint8Array[] = [];
       for (let i = 0; i < 2000; i++) sent.push(pattern(1 + (i % 61), i));
@@ -256,9 +279,9 @@ export function tests(factory: ComplianceFactory): void {
       for (let i = 0; i < sent.length; i++) expect(got.ulpdus[i]).toEqual(sent[i]);
     });
 
-    it('RFC 5041 §3: traffic flows both ways at once', async () => {
+    it('RFC 5041 §3: traffic flows both ways at once', async (t) => {
       const [a, b] = await pair();
-      if (!a.capabilities.reliable) return;
+      if (!a.capabilities.reliable) return t.skip(unreliable);
       const fromA = Array.from({ length: 200 }, (_, i) => pattern(64 + i, i));
       const fromB = Array.from({ length: 200 }, (_, i) => pattern(32 + i, 500 + i));
       const atB = collect(s0(b));
@@ -273,11 +296,8 @@ export function tests(factory: ComplianceFactory): void {
 
     it('RFC 5043 / RFC 5041 §3: several streams of one connection are independent', async (t) => {
       const [a, b] = await pair({ streams: 4 });
-      if (a.streams.length < 2) {
-        t.skip(); // single-stream LLP (e.g. MPA/TCP): nothing to check
-        return;
-      }
-      if (!a.capabilities.reliable) return;
+      if (a.streams.length < 2) return t.skip('a single-stream LLP (e.g. MPA/TCP): one stream per connection');
+      if (!a.capabilities.reliable) return t.skip(unreliable);
       const n = a.streams.length;
       const sets = a.streams.map((_, k) => Array.from({ length: 50 }, (_, i) => pattern(10 + k + i, k * 1000 + i)));
       const gots = b.streams.map((s) => collect(s));
@@ -317,9 +337,9 @@ export function tests(factory: ComplianceFactory): void {
       if (a.capabilities.reliable) await got.wait(accepted);
     });
 
-    it('RFC 5041 §6.2: graceful teardown delivers everything sent before it, then closes both sides', async () => {
+    it('RFC 5041 §6.2: graceful teardown delivers everything sent before it, then closes both sides', async (t) => {
       const [a, b] = await pair();
-      if (!a.capabilities.reliable) return;
+      if (!a.capabilities.reliable) return t.skip(unreliable);
       const sent = Array.from({ length: 300 }, (_, i) => pattern(100 + i, i));
       const got = collect(s0(b));
       for (const u of sent) s0(a).send([u]);
@@ -377,9 +397,9 @@ export function tests(factory: ComplianceFactory): void {
       s0(b).resume();
     });
 
-    it('ULPDUs arriving before a receiver is set are held and handed over in order', async () => {
+    it('ULPDUs arriving before a receiver is set are held and handed over in order', async (t) => {
       const [a, b] = await pair();
-      if (!a.capabilities.reliable || !a.capabilities.ordered) return;
+      if (!a.capabilities.reliable || !a.capabilities.ordered) return t.skip(unordered);
       const sent = Array.from({ length: 20 }, (_, i) => pattern(50, i));
       await sendAll(s0(a), sent);
       await new Promise((r) => setTimeout(r, 30));
@@ -388,26 +408,34 @@ export function tests(factory: ComplianceFactory): void {
       expect(got.ulpdus).toEqual(sent);
     });
 
-    it('RFC 5041 §6.1: private data passes both ways at setup', async () => {
-      const pd = pattern(40, 77);
+    it('RFC 5041 §6.1: private data passes both ways at setup', async (t) => {
+      const [probe] = await pair();
+      const max = probe.capabilities.maxPrivateData;
+      if (max === 0) return t.skip('the LLP carries no private data (capabilities.maxPrivateData is 0)');
+      const pd = pattern(Math.min(40, max), 77);
       const [a, b] = await pair({ privateData: pd });
-      if (a.capabilities.maxPrivateData === 0) return;
       expect(b.setup.remotePrivateData).toEqual(pd);
       expect(a.setup.localPrivateData).toEqual(pd);
       expect(b.setup.localPrivateData).toEqual(a.setup.remotePrivateData);
     });
 
     it('a rejected connection carries the responder private data', async (t) => {
-      if (!ctx.connectRejected) {
-        t.skip();
-        return;
-      }
+      if (!ctx.connectRejected)
+        return t.skip('the context has no connectRejected: the transport does not support rejecting a connection');
       const pd = pattern(12, 5);
       const err = await ctx.connectRejected(pd).then(
-        () => undefined,
+        (made: unknown) => {
+          for (const c of Array.isArray(made) ? made : [made]) if (isConnection(c)) open.push(c);
+          return undefined;
+        },
         (e: unknown) => e,
       );
-      expect(isLlpError(err, 'ERR_LLP_CONNECTION_REJECTED')).toBe(true);
+      expect(
+        isLlpError(err, 'ERR_LLP_CONNECTION_REJECTED'),
+        `the responder rejected (onConnectRequest answered { accept: false }) but connectRejected ended with ${describeValue(err)}: ` +
+          'a transport that supports reject must fail the connect with ConnectionRejectedError (ERR_LLP_CONNECTION_REJECTED) ' +
+          "carrying the responder's private data; a transport without reject support must leave connectRejected out of its context",
+      ).toBe(true);
       expect((err as { privateData: Uint8Array }).privateData).toEqual(pd);
     });
   });

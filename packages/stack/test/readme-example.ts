@@ -22,7 +22,7 @@ export async function example(llp: () => ContainerModule = () => mpaTcpModule({ 
   const qp = client.queuePair(clientPd, clientLink);
 
   // The server exposes a buffer (its STag and TO go to the client, normally in a Send) and posts a receive.
-  const exposed = serverPd.registerMr(new Uint8Array(64), Access.RemoteRead | Access.RemoteWrite);
+  const exposed = serverPd.registerMr(new Uint8Array(64), Access.LocalWrite | Access.RemoteRead | Access.RemoteWrite);
   const inbox = serverPd.registerMr(new Uint8Array(64), Access.LocalWrite);
   const delivered = peer.recv(inbox.sge());
 

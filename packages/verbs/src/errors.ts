@@ -85,7 +85,7 @@ export class WorkCompletionError extends VerbsError {
   readonly code = 'ERR_VERBS_WORK_COMPLETION';
   constructor(readonly completion: WorkCompletion) {
     super(
-      `${completion.opcode} work request ${String(completion.wrId)} completed with status '${completion.status}'${
+      `${completion.opcode} work request ${completion.wrId === undefined ? '(no wrId)' : String(completion.wrId)} completed with status '${completion.status}'${
         completion.error ? `: ${completion.error.message}` : ''
       }`,
       { cause: completion.error },

@@ -2,7 +2,7 @@
 import type { AccessFlags } from '@rddp/ddp';
 import type { Device } from './device.js';
 import { InvalidWorkRequestError, ResourceBusyError } from './errors.js';
-import { Mr } from './mr.js';
+import { checkRegistrationAccess, Mr } from './mr.js';
 import { type QpInit, QueuePair } from './qp.js';
 
 /** A protection domain (ibv_pd). */
@@ -32,6 +32,7 @@ export class ProtectionDomain {
     if (!(buffer instanceof Uint8Array)) throw new InvalidWorkRequestError('a memory region must be a Uint8Array');
     if (!Number.isInteger(access) || access < 0 || access > 0x1f)
       throw new InvalidWorkRequestError(`access ${access} is not a combination of Access flags`);
+    checkRegistrationAccess(access);
     const region = this.device.stags.register({
       pdId: this.id,
       buffer,

@@ -274,7 +274,7 @@ export class QueuePair extends QueuePairConveniences {
       maxMessageSize: this.maxMessageSize,
       extensions: stream.extensions,
     };
-    const built = list.map((wr) => translateSend(wr, limits));
+    const built = list.map((wr, i) => translateSend(wr, limits, i));
     for (const [i, wr] of list.entries()) this.submit(stream, wr, built[i] as TranslatedSend, settle);
   }
 
@@ -301,7 +301,7 @@ export class QueuePair extends QueuePairConveniences {
   private checkRecv(wr: RecvWorkRequest, ahead = 0): Uint8Array {
     if (this.state !== 'init' && this.state !== 'rts')
       throw new QpStateError(this.state, 'post a receive work request');
-    const buffer = receiveBuffer(wr, this.pd);
+    const buffer = receiveBuffer(wr, this.pd, ahead);
     if (this.rqOutstanding + ahead + 1 > this.maxRecvWr)
       throw new QueueFullError(`the receive queue holds ${this.rqOutstanding} of ${this.maxRecvWr} work requests`);
     return buffer;

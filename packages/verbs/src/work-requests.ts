@@ -19,6 +19,7 @@ import {
   InvalidWorkRequestError,
   MessageTooLongError,
   SgeRangeError,
+  VerbsError,
 } from './errors.js';
 import type { Mr, Sge } from './mr.js';
 import type {
@@ -30,6 +31,7 @@ import type {
   SendWithImmWr,
   SendWorkRequest,
   WcOpcode,
+  WrId,
 } from './types.js';
 import { checkRemote, checkStag, checkU64, hex } from './validate.js';
 
@@ -62,8 +64,35 @@ const ATOMIC_OPCODE = {
   'atomic-cmp-swap': AtomicOpcode.CmpSwap,
 } as const;
 
-/** Checks `wr` (typed errors) and translates it into its RDMAP operation. */
-export function translateSend(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
+/**
+ * How an error names a work request: `work request #<index>` (its place in the list posted together)
+ * with its wrId when it has one; without an index, `work request <wrId>` or `work request (no wrId)`.
+ */
+export function workRequestName(wrId: WrId | undefined, index?: number): string {
+  const id = wrId === undefined ? undefined : typeof wrId === 'object' ? 'object' : String(wrId);
+  if (index === undefined) return `work request ${id ?? '(no wrId)'}`;
+  return `work request #${index}${id === undefined ? '' : ` (wrId ${id})`}`;
+}
+
+/** Runs `check`; a verbs error it throws gets the work request's name in front of its message. */
+function naming<T>(wrId: WrId | undefined, index: number | undefined, check: () => T): T {
+  try {
+    return check();
+  } catch (e) {
+    if (e instanceof VerbsError) e.message = `${workRequestName(wrId, index)}: ${e.message}`;
+    throw e;
+  }
+}
+
+/**
+ * Checks `wr` (typed errors, named by `index`, its place in the posted list) and translates it into its
+ * RDMAP operation.
+ */
+export function translateSend(wr: SendWorkRequest, q: WrLimits, index?: number): TranslatedSend {
+  return naming(wr?.wrId, index, () => translate(wr, q));
+}
+
+function translate(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
   switch (wr.opcode) {
     case 'rdma-write':
     case 'rdma-write-with-imm': {
@@ -148,10 +177,15 @@ export function translateSend(wr: SendWorkRequest, q: WrLimits): TranslatedSend 
 }
 
 /** Checks a receive work request: one element with Local Write access (RFC 5041 §5.3); returns its buffer. */
-export function receiveBuffer(wr: RecvWorkRequest, pd: PdId): Uint8Array {
-  const sge = onlyElement(wr.sgList, 'a receive takes exactly one scatter element (an untagged buffer, RFC 5041 §5.3)');
-  const { offset, length } = checkSge(sge, Access.LocalWrite, 'a receive buffer', pd);
-  return sge.mr.buffer.subarray(offset, offset + length);
+export function receiveBuffer(wr: RecvWorkRequest, pd: PdId, index?: number): Uint8Array {
+  return naming(wr?.wrId, index, () => {
+    const sge = onlyElement(
+      wr.sgList,
+      'a receive takes exactly one scatter element (an untagged buffer, RFC 5041 §5.3)',
+    );
+    const { offset, length } = checkSge(sge, Access.LocalWrite, 'a receive buffer', pd);
+    return sge.mr.buffer.subarray(offset, offset + length);
+  });
 }
 
 /** RFC 7306: the extension must have been enabled for this connection (both ends agreed). */

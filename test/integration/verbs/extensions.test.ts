@@ -17,7 +17,7 @@ const setWord = (b: Uint8Array, off: number, v: bigint) =>
 describe('verbs: RFC 7306 atomics', () => {
   it('RFC 7306: fetchAdd, swap and cmpSwap resolve with the original value, written into the 8-octet element too', async () => {
     const { a, b } = await connected();
-    const target = b.pd.registerMr(new Uint8Array(16), Access.RemoteAtomic);
+    const target = b.pd.registerMr(new Uint8Array(16), Access.LocalWrite | Access.RemoteAtomic);
     setWord(target.buffer, 0, 100n);
     const result = a.pd.registerMr(new Uint8Array(24), Access.LocalWrite);
     const add = await a.qp.fetchAdd(result.sge(0, 8), target.remote(0), 5n, { wrId: 'add' });
@@ -35,7 +35,7 @@ describe('verbs: RFC 7306 atomics', () => {
 
   it('RFC 7306: atomic work requests through postSend complete on the CQ in submission order, with masks', async () => {
     const { a, b } = await connected();
-    const target = b.pd.registerMr(new Uint8Array(8), Access.RemoteAtomic);
+    const target = b.pd.registerMr(new Uint8Array(8), Access.LocalWrite | Access.RemoteAtomic);
     setWord(target.buffer, 0, 0x00ff_00ffn);
     const r = a.pd.registerMr(new Uint8Array(24), Access.LocalWrite);
     a.qp.postSend([
@@ -70,8 +70,8 @@ describe('verbs: RFC 7306 atomics', () => {
 
   it('RFC 7306: a target without Remote Atomic access, or a misaligned TO: the atomic fails with a remote access error', async () => {
     for (const [access, offset] of [
-      [Access.RemoteWrite | Access.RemoteRead, 0],
-      [Access.RemoteAtomic, 4],
+      [Access.LocalWrite | Access.RemoteWrite | Access.RemoteRead, 0],
+      [Access.LocalWrite | Access.RemoteAtomic, 4],
     ] as const) {
       const { a, b } = await connected();
       const target = b.pd.registerMr(new Uint8Array(16), access);
@@ -90,7 +90,7 @@ describe('verbs: RFC 7306 atomics', () => {
 
   it('RFC 7306 §1.1: a peer that did not enable atomics refuses them: the atomic fails with a remote operation error', async () => {
     const { a, b } = await connected({ a: EXT });
-    const target = b.pd.registerMr(new Uint8Array(8), Access.RemoteAtomic);
+    const target = b.pd.registerMr(new Uint8Array(8), Access.LocalWrite | Access.RemoteAtomic);
     const r = a.pd.registerMr(new Uint8Array(8), Access.LocalWrite);
     const err = (await a.qp.swap(r.sge(), target.remote(), 1n).catch((e: unknown) => e)) as WorkCompletionError;
     expect(err.completion.status).toBe('remote-operation-error');
@@ -138,7 +138,7 @@ describe('verbs: RFC 7306 atomics', () => {
 describe('verbs: RFC 7306 Immediate Data', () => {
   it('RFC 7306: writeWithImm places the data, then the peer receive completes with the 64-bit immData and a Solicited Event', async () => {
     const { a, b } = await connected();
-    const sink = b.pd.registerMr(new Uint8Array(8), Access.RemoteWrite);
+    const sink = b.pd.registerMr(new Uint8Array(8), Access.LocalWrite | Access.RemoteWrite);
     const rx = b.pd.registerMr(new Uint8Array(16), Access.LocalWrite);
     const src = a.pd.registerMr(new TextEncoder().encode('data'), 0);
     const events: WorkCompletion[] = [];

@@ -4,10 +4,11 @@
  * the transport is composed by `@rddp/stack` (`createStack`).
  */
 import type { LlpConnection, LlpParams, LlpTransport } from '@rddp/llp';
-import { loopbackModule } from '@rddp/llp-loopback';
+import { type LoopbackFaults, loopbackModule } from '@rddp/llp-loopback';
 import { type MpaParams, type MpaRevision, mpaTcpModule, type RtrType } from '@rddp/llp-mpa-tcp';
 import { sctpModule } from '@rddp/llp-sctp';
 import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
+import { parseFaults } from './faults.js';
 
 export interface TransportFlags {
   transport: string;
@@ -21,6 +22,8 @@ export interface TransportFlags {
   maxUlpdu?: number | string;
   /** `--tolerate-early-fpdu`: the initiator accepts a responder FPDU before its own first (interop deviation). */
   tolerateEarlyFpdu?: boolean;
+  /** `--faults <list>`: the loopback LLP's fault injection (`./faults.ts`); `--transport loopback` only. */
+  faults?: string;
 }
 
 export interface ToolTransport {
@@ -103,9 +106,15 @@ function sctpPlugin(f: TransportFlags): ToolPlugin {
   return { module: sctpModule({ encapsulation: 'udp' }), options: { profile: 'ietf' } };
 }
 
-/** The in-process LLP: both ends must run in one process (`perf --loopback`). */
-function loopbackPlugin(): ToolPlugin {
-  return { module: loopbackModule(), options: { profile: 'ietf' } };
+/** The in-process LLP: both ends must run in one process (`perf --loopback`), with `--faults`. */
+function loopbackPlugin(f: TransportFlags): ToolPlugin {
+  let faults: LoopbackFaults | undefined;
+  try {
+    faults = f.faults === undefined ? undefined : parseFaults(f.faults);
+  } catch (e) {
+    throw new UsageError(`--faults: ${(e as Error).message}`);
+  }
+  return { module: loopbackModule(faults ? { faults } : {}), options: { profile: 'ietf' } };
 }
 
 /** The `--transport` table: name → LLP plugin. */
@@ -126,6 +135,8 @@ function isTransportName(name: string): name is keyof typeof TOOL_PLUGINS {
 export function toolTransport(f: TransportFlags, modules: readonly ContainerModule[] = []): ToolTransport {
   if (!isTransportName(f.transport))
     throw new UsageError(`unknown --transport '${f.transport}' (one of: ${TRANSPORT_NAMES.join(', ')})`);
+  if (f.faults !== undefined && f.transport !== 'loopback')
+    throw new UsageError('--faults applies to --transport loopback only (the in-process LLP)');
   const plugin = TOOL_PLUGINS[f.transport](f);
   const stack = createStack(plugin.module, { ...plugin.options, modules });
   return {

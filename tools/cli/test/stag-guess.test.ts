@@ -40,7 +40,7 @@ beforeAll(async () => {
     const qp = pd.createQp({ sendCq: cq, recvCq: cq, ird: 4 });
     const data = new Uint8Array(REGION).fill(0x11);
     if (served.length === 0) data.set(SECRET);
-    const mine = pd.registerMr(data, Access.RemoteRead | Access.RemoteWrite);
+    const mine = pd.registerMr(data, Access.LocalWrite | Access.RemoteRead | Access.RemoteWrite);
     served.push(mine);
     const rx = [0, 1].map(() => pd.registerMr(new Uint8Array(64), Access.LocalWrite));
     const adv = pd.registerMr(new Uint8Array(12), Access.LocalRead);

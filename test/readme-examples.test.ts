@@ -1,0 +1,171 @@
+/**
+ * Every code example of the READMEs (the root one, packages/*, docs/*) runs. A ```ts / ```js / ```mjs /
+ * ```cjs block is preceded by one marker comment:
+ *
+ *   <!-- test -->                     run as a program (node, in its own process) and must exit 0;
+ *   <!-- test stdout="text" -->       the same, and its standard output must be `text` (`\n`: a new line);
+ *   <!-- test vitest -->              run as a vitest spec (its own vitest process and configuration),
+ *                                     every test passing;
+ *   <!-- test file="path" -->         the block is the file at `path` (relative to the README), which a
+ *                                     test of that package runs.
+ *
+ * A block without a marker fails this test. Programs import the packages by name, as a user does: a
+ * folder with `node_modules/@rddp/<name>` linked to each workspace package, resolved to their built
+ * `dist` (the test builds them first); TypeScript is transpiled with the repository's TypeScript.
+ */
+import { spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+interface Example {
+  readme: string;
+  line: number;
+  lang: string;
+  code: string;
+  marker: string | undefined;
+}
+
+/** The READMEs with examples: the root one, each package's, and those under docs/. */
+function readmes(): string[] {
+  const dirs = (d: string) =>
+    readdirSync(join(root, d), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(d, e.name, 'README.md'));
+  return ['README.md', ...dirs('packages'), ...dirs('docs')].filter((f) => existsSync(join(root, f)));
+}
+
+/** The code blocks of a README in the languages above, each with the marker comment right before it. */
+function examples(readme: string, text: string): Example[] {
+  const lines = text.split('\n');
+  const out: Example[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(ts|js|mjs|cjs|typescript|javascript)\s*$/.exec(lines[i] ?? '');
+    if (!open) {
+      if (/^```/.test(lines[i] ?? '')) while (++i < lines.length && !/^```\s*$/.test(lines[i] ?? ''));
+      continue;
+    }
+    const start = i;
+    const body: string[] = [];
+    while (++i < lines.length && !/^```\s*$/.test(lines[i] ?? '')) body.push(lines[i] ?? '');
+    let m = start - 1;
+    while (m >= 0 && (lines[m] ?? '').trim() === '') m--;
+    const marker = /^<!--\s*(test\b.*?)\s*-->$/.exec((lines[m] ?? '').trim())?.[1];
+    out.push({ readme, line: start + 1, lang: open[1] ?? '', code: `${body.join('\n')}\n`, marker });
+  }
+  return out;
+}
+
+/** `key="value"` attributes of a marker (`\n` in a value is a line break). */
+function attr(marker: string, key: string): string | undefined {
+  return new RegExp(`\\b${key}="([^"]*)"`).exec(marker)?.[1]?.replaceAll('\\n', '\n');
+}
+
+const all = readmes().flatMap((f) => examples(f, readFileSync(join(root, f), 'utf8')));
+const work = mkdtempSync(join(root, '.readme-examples-'));
+
+function run(cmd: string, args: string[], cwd: string, timeout: number) {
+  return spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout,
+    env: { ...process.env, CI: '', NO_COLOR: '1', FORCE_COLOR: '0' },
+  });
+}
+
+beforeAll(() => {
+  // The packages as a user installs them: their dist, reached by name.
+  const packages = readdirSync(join(root, 'packages'));
+  const built = packages.filter((p) => existsSync(join(root, 'packages', p, 'tsconfig.json')));
+  const tsc = run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-b', ...built.map((p) => `packages/${p}`)],
+    root,
+    600_000,
+  );
+  if (tsc.status !== 0) throw new Error(`tsc -b failed:\n${tsc.stdout}${tsc.stderr}`);
+  mkdirSync(join(work, 'node_modules/@rddp'), { recursive: true });
+  for (const p of packages) {
+    const manifest = join(root, 'packages', p, 'package.json');
+    if (!existsSync(manifest)) continue;
+    const name = (JSON.parse(readFileSync(manifest, 'utf8')) as { name: string }).name;
+    symlinkSync(join(root, 'packages', p), join(work, 'node_modules', name), 'dir');
+  }
+}, 600_000);
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('README examples', () => {
+  it('every example block carries a test marker', () => {
+    const unmarked = all.filter((e) => e.marker === undefined).map((e) => `${e.readme}:${e.line}`);
+    expect(unmarked, 'blocks without <!-- test ... -->').toEqual([]);
+    expect(all.length).toBeGreaterThanOrEqual(15);
+  });
+
+  for (const [k, e] of all.entries()) {
+    if (e.marker === undefined) continue;
+    const marker = e.marker;
+    const where = `${e.readme}:${e.line}`;
+    const file = attr(marker, 'file');
+    if (file !== undefined) {
+      it(`${where} is ${file}`, () => {
+        const path = join(root, dirname(e.readme), file);
+        expect(e.code.trim()).toBe(readFileSync(path, 'utf8').trim());
+      });
+      continue;
+    }
+    if (/\bvitest\b/.test(marker)) {
+      it(`${where} passes as a vitest spec`, () => {
+        const dir = join(work, `spec-${k}`);
+        mkdirSync(dir);
+        writeFileSync(join(dir, 'example.spec.mjs'), e.code);
+        writeFileSync(join(dir, 'vitest.config.mjs'), "export default { test: { include: ['example.spec.mjs'] } };\n");
+        const r = run(
+          process.execPath,
+          [
+            join(root, 'node_modules/vitest/vitest.mjs'),
+            'run',
+            '--root',
+            dir,
+            '--config',
+            join(dir, 'vitest.config.mjs'),
+          ],
+          dir,
+          180_000,
+        );
+        expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+        expect(stripVTControlCharacters(r.stdout)).toMatch(/Tests\s+\d+ passed/);
+      }, 200_000);
+      continue;
+    }
+    it(`${where} runs`, () => {
+      const ext = e.lang === 'cjs' || /require\(/.test(e.code) ? 'cjs' : 'mjs';
+      const code =
+        e.lang === 'ts' || e.lang === 'typescript'
+          ? ts.transpileModule(e.code, {
+              compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+            }).outputText
+          : e.code;
+      const path = join(work, `example-${k}.${ext}`);
+      writeFileSync(path, code);
+      const r = run(process.execPath, [relative(work, path)], work, 60_000);
+      expect(r.status, `${where} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`).toBe(0);
+      const stdout = attr(marker, 'stdout');
+      if (stdout !== undefined) expect(r.stdout.trim()).toBe(stdout);
+    }, 90_000);
+  }
+});
