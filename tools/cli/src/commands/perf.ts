@@ -2,10 +2,13 @@
  * `rddp perf` — perftest's tests and habits (ib_write_bw, ib_read_lat, ...): server when no address is
  * given, client when the server's address is the positional argument, `--loopback` for both in one process.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
-import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
+import { perfChart } from '../charts/tool-charts.js';
+import { faultsOption } from '../faults.js';
 import { integerIn } from '../flags.js';
 import {
   aggregate,
@@ -29,6 +32,7 @@ import {
   type PerfServerLimits,
   type PerfServerRun,
 } from '../perf/hello.js';
+import { octets, type Progress, type ProgressSink, startProgress, tapCompletions } from '../progress.js';
 import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
 
 export interface PerfOptions {
@@ -58,6 +62,8 @@ export interface PerfOptions {
   persistent?: boolean;
   /** Server: the address to listen on (perftest's --bind_source_ip); default every address. */
   bindSourceIp?: string;
+  /** Client: also write the table and its chart (`<test>.txt`, `<test>.svg`) into this folder. */
+  out?: string;
 }
 
 /** Where a server listens unless --bind_source_ip says otherwise: every IPv4 address. */
@@ -117,6 +123,42 @@ function stopSignal(): Promise<string> {
   });
 }
 
+/** The RDMAP operation whose completions measure a test's progress. */
+function progressOp(test: PerfTest): string {
+  if (test.startsWith('atomic')) return 'atomic';
+  return test.slice(0, test.indexOf('_'));
+}
+
+/**
+ * A run's progress on `sink`: octets moved by the test's operations on all `streams`, or seconds
+ * under -D. `onMoved` is for the completions tap (absent under -D, where a timer moves the bar).
+ */
+export function runProgress(
+  p: PerfParams,
+  streams: number,
+  sink: ProgressSink,
+): { progress: Progress; onMoved?: (octets: number) => void; stop(): void } {
+  const label = `${p.test}${streams > 1 ? `, ${streams} streams` : ''}`;
+  if (p.durationS !== undefined) {
+    const total = p.durationS * p.sizes.length;
+    const progress = startProgress({ label, total, format: (n) => `${Math.round(n)} s`, ...sink });
+    const t0 = performance.now();
+    const timer = setInterval(() => progress.update((performance.now() - t0) / 1000), 1000);
+    timer.unref();
+    return {
+      progress,
+      stop() {
+        clearInterval(timer);
+        progress.stop();
+      },
+    };
+  }
+  const sizes = p.test.startsWith('atomic') ? [8] : p.sizes;
+  const total = p.iters * streams * sizes.reduce((a, b) => a + b, 0);
+  const progress = startProgress({ label, total, format: octets, ...sink });
+  return { progress, onMoved: (n) => progress.add(n), stop: () => progress.stop() };
+}
+
 export function printHeader(p: PerfParams, tt: string, print: (s: string) => void): void {
   print(RULE);
   print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
@@ -139,21 +181,24 @@ export function streamCount(o: PerfOptions, tt: ToolTransport): number {
   return n;
 }
 
-/** Runs the client side on every stream of `conn` at once; one aggregate result per size. */
+/**
+ * Runs the client side on every stream of `conn` at once; one aggregate result per size. `onMoved`
+ * hears the octets of each of the test's operations completed, on any stream (progress).
+ */
 export async function perfClientStreams(
   conn: LlpConnection,
   tt: ToolTransport,
   p: PerfParams,
   onResult: (r: PerfResult, perStream: readonly PerfResult[]) => void,
-  onProgress?: (done: number, total: number) => void,
+  onMoved?: (octets: number) => void,
 ): Promise<PerfResult[]> {
   const n = conn.streams.length;
-  const viaStack = { rdmapFactory: tt.rdmapFactory };
-  if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), onProgress, 0, viaStack);
+  const viaStack = {
+    rdmapFactory: onMoved ? tapCompletions(tt.rdmapFactory, progressOp(p.test), onMoved) : tt.rdmapFactory,
+  };
+  if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), undefined, 0, viaStack);
   const per = await Promise.all(
-    conn.streams.map((_, i) =>
-      perfClient(conn, tt.profileOf(conn), p, () => {}, i === 0 ? onProgress : undefined, i, viaStack),
-    ),
+    conn.streams.map((_, i) => perfClient(conn, tt.profileOf(conn), p, () => {}, undefined, i, viaStack)),
   );
   const out: PerfResult[] = [];
   for (let k = 0; k < p.sizes.length; k++) {
@@ -216,22 +261,68 @@ async function connectPair(tt: ToolTransport, port: number, streams = 1): Promis
   return [client, server];
 }
 
-/** Runs one perf test with both ends in this process; returns the client's results. */
-export async function perfLoopback(test: string, o: PerfOptions, print: (s: string) => void): Promise<PerfResult[]> {
+/**
+ * Runs one perf test with both ends in this process; returns the client's results. With `progress`,
+ * the run's progress goes there (the command passes stderr; soak and tests pass none).
+ */
+export async function perfLoopback(
+  test: string,
+  o: PerfOptions,
+  print: (s: string) => void,
+  progress?: ProgressSink,
+): Promise<PerfResult[]> {
   const p = perfParams(test, o);
   const tt = toolTransport(o);
   const n = streamCount(o, tt);
   const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
   perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
-  if (!o.json) printHeader(p, `${o.transport}${n > 1 ? `, ${n} streams (aggregate)` : ''}`, print);
+  if (!o.json) printHeader(p, transportLabel(o.transport, n), print);
   // Both ends are this user's: the server serves whatever the flags ask for.
   const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
   const served = perfServeStreams(server, tt, () => {}, { limits });
   served.catch(() => {}); // awaited below; a server failure also fails the client's run
-  const results = await perfClientStreams(client, tt, p, (r) => print(o.json ? JSON.stringify(r) : resultLine(r)));
+  const bar = progress ? runProgress(p, n, progress) : undefined;
+  let results: PerfResult[];
+  try {
+    results = await perfClientStreams(
+      client,
+      tt,
+      p,
+      (r) => {
+        const line = o.json ? JSON.stringify(r) : resultLine(r);
+        if (bar) bar.progress.interrupt(() => print(line));
+        else print(line);
+      },
+      bar?.onMoved,
+    );
+  } finally {
+    bar?.stop();
+  }
   await served;
   if (!o.json) print(RULE);
   return results;
+}
+
+function transportLabel(transport: string, streams: number): string {
+  return `${transport}${streams > 1 ? `, ${streams} streams (aggregate)` : ''}`;
+}
+
+/** `--out DIR`: the run's table as perftest prints it (`<test>.txt`) and its chart (`<test>.svg`). */
+export async function writePerfOut(
+  dir: string,
+  p: PerfParams,
+  transport: string,
+  results: readonly PerfResult[],
+): Promise<string[]> {
+  const table: string[] = [];
+  printHeader({ ...p, sizes: results.map((r) => r.row.bytes) }, transport, (s) => table.push(s));
+  for (const r of results) table.push(resultLine(r));
+  table.push(RULE);
+  await mkdir(dir, { recursive: true });
+  const files = [path.join(dir, `${p.test}.txt`), path.join(dir, `${p.test}.svg`)];
+  await writeFile(files[0] as string, `${table.join('\n')}\n`);
+  await writeFile(files[1] as string, perfChart(p.test, transport, results));
+  return files;
 }
 
 export function registerPerf(program: Command): void {
@@ -277,7 +368,9 @@ export function registerPerf(program: Command): void {
     .option('--json', 'one JSON object per size instead of the table')
     .option('--no-verify', 'skip the end-of-size data check')
     .option('--loopback', 'run server and client in this process')
+    .option('--out <dir>', 'client: also write the table and its chart there (<test>.txt, <test>.svg)')
     .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', integerIn(1, 65535), '1')
+    .addOption(faultsOption())
     .option(
       '--max-size <octets>',
       `server: largest message size a client may ask for (default ${PERF_DEFAULT_MAX_SIZE})`,
@@ -315,11 +408,16 @@ export function registerPerf(program: Command): void {
         const debugConn = (c: LlpConnection) =>
           perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
         if (o.loopback) {
-          await perfLoopback(test, o, print);
+          const results = await perfLoopback(test, o, print, {});
+          if (o.out) {
+            const n = o.streams === undefined ? 1 : Number(o.streams);
+            await writePerfOut(o.out, perfParams(test, o), transportLabel(o.transport, n), results);
+          }
           return;
         }
         const tt = toolTransport(o);
         const port = int('-p', o.port, 0, 65535);
+        if (o.out !== undefined && server === undefined) throw new UsageError('--out applies to the client');
         if (server === undefined) {
           const p = perfParams(test, o); // flag errors show on the server too
           const limits = serverLimits(o);
@@ -363,23 +461,23 @@ export function registerPerf(program: Command): void {
           { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
         );
         if (!o.json) printHeader(p, o.transport, print);
-        const bar =
-          process.stderr.isTTY && !o.json && p.sizes.length > 1
-            ? new SingleBar({ clearOnComplete: true, stream: process.stderr })
-            : undefined;
-        bar?.start(p.sizes.length, 0);
-        const results = await perfClientStreams(
-          conn,
-          tt,
-          p,
-          (r) => {
-            if (bar) process.stderr.write('\r\x1b[K');
-            print(o.json ? JSON.stringify(r) : resultLine(r));
-          },
-          (d) => bar?.update(d),
-        );
-        bar?.stop();
+        const bar = runProgress(p, conn.streams.length, {});
+        let results: PerfResult[];
+        try {
+          results = await perfClientStreams(
+            conn,
+            tt,
+            p,
+            (r) => {
+              bar.progress.interrupt(() => print(o.json ? JSON.stringify(r) : resultLine(r)));
+            },
+            bar.onMoved,
+          );
+        } finally {
+          bar.stop();
+        }
         if (!o.json) print(RULE);
+        if (o.out) await writePerfOut(o.out, p, o.transport, results);
         if (results.some((r) => !r.verified)) {
           process.exitCode = 1;
           console.error('rddp perf: data verification failed');
