@@ -111,3 +111,42 @@ export function copyLoopBandwidth(size: number, total: number): number {
   const ms = performance.now() - t0;
   return total / 1e3 / ms;
 }
+
+/**
+ * Milliseconds to open `n` raw TCP connections to one `net.Server` on 127.0.0.1 (in batches of `batch`,
+ * as rddp's figure connects), until the server holds them all; then closes them. The baseline of the
+ * MPA/TCP connection setup figure: the same sockets without the MPA Request/Reply exchange.
+ */
+export async function rawTcpConnections(n: number, batch = 50): Promise<number> {
+  const srv = net.createServer();
+  const held: net.Socket[] = [];
+  let wake: (() => void) | undefined;
+  srv.on('connection', (s) => {
+    held.push(s);
+    if (held.length >= n) wake?.();
+  });
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const port = (srv.address() as net.AddressInfo).port;
+  const clients: net.Socket[] = [];
+  const t0 = performance.now();
+  const all = new Promise<void>((r) => {
+    wake = r;
+  });
+  for (let i = 0; i < n; i += batch)
+    clients.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(batch, n - i) }, async () => {
+          const c = net.connect({ port, host: '127.0.0.1', noDelay: true });
+          await once(c, 'connect');
+          return c;
+        }),
+      )),
+    );
+  if (held.length < n) await all;
+  const ms = performance.now() - t0;
+  for (const s of [...clients, ...held]) s.destroy();
+  srv.close();
+  await once(srv, 'close');
+  return ms;
+}

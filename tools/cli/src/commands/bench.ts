@@ -4,7 +4,7 @@ import type { LlpStream } from '@rddp/llp';
 import type { MpaParams } from '@rddp/llp-mpa-tcp';
 import { runSctpBenchmark } from '@rddp/llp-sctp';
 import type { Command } from 'commander';
-import { copyLoopBandwidth, rawTcpBandwidth, rawTcpPingPong } from '../bench/baselines.js';
+import { copyLoopBandwidth, rawTcpBandwidth, rawTcpConnections, rawTcpPingPong } from '../bench/baselines.js';
 import {
   connectionSetup,
   ddpSendPingPong,
@@ -24,8 +24,10 @@ import {
 } from '../bench/report.js';
 import { median } from '../bench/stats.js';
 import { integerIn, numberIn } from '../flags.js';
+import { type ProgressSink, startProgress } from '../progress.js';
+import { UsageError } from '../transports.js';
 
-interface BenchOptions {
+export interface BenchOptions {
   json?: boolean;
   out?: string;
   rounds: string;
@@ -33,12 +35,60 @@ interface BenchOptions {
   quick?: boolean;
 }
 
+/** `--rounds` range: at least one round (a median of nothing is no figure). */
+export const BENCH_MAX_ROUNDS = 1000;
+export const BENCH_MAX_WARMUP_S = 3600;
+
 const MiB = 1 << 20;
+
+/** The MPA modes of the bandwidth figures: the label ends each figure's name, e.g. "… 64 KiB (CRC)". */
+const MODES: readonly { label: string; params: MpaParams; target?: number }[] = [
+  { label: 'CRC', params: { crc: true }, target: 0.85 },
+  { label: 'no CRC', params: { crc: false }, target: 0.95 },
+  { label: 'CRC + markers', params: { crc: true, markers: true } },
+];
+
+/** bandwidth.svg: each MPA mode's RDMA Write bandwidth and raw TCP's against message size. */
+export function bandwidthChart(figures: readonly Figure[]): string {
+  const series: Series[] = MODES.map((m) => ({
+    label: `rddp MPA/TCP (${m.label})`,
+    points: figures
+      .filter((f) => f.size && f.name.endsWith(`(${m.label})`))
+      .map((f) => ({ size: f.size as number, value: f.value })),
+  }));
+  series.push({
+    label: 'raw Node TCP',
+    points: figures
+      .filter((f) => f.size && f.name.endsWith('(CRC)'))
+      .map((f) => ({ size: f.size as number, value: f.baseline })),
+  });
+  return toSvgChart('RDMA Write bandwidth over MPA/TCP vs raw TCP', 'MB/s', series);
+}
+
+/**
+ * Time to set up `n` MPA/TCP connections held by one server, against `n` raw TCP connections held by
+ * one net.Server in the same run (the same sockets without the MPA Request/Reply exchange).
+ */
+export async function connectionFigure(
+  plan: { rounds: number; warmupSeconds: number; ran?: () => void },
+  n: number,
+): Promise<Figure> {
+  const [setup, raw] = await alternate(
+    { ran: () => {}, ...plan },
+    () => connectionSetup(n),
+    () => rawTcpConnections(n),
+  );
+  return makeFigure(`set up ${n} MPA/TCP connections held by one server`, 'ms', setup, raw, {
+    note: `baseline: ${n} raw TCP connections held by one net.Server, same batches, same run`,
+  });
+}
 
 /** Alternating rounds per figure, after each subject and baseline ran unrecorded for `warmupSeconds`. */
 interface Plan {
   readonly rounds: number;
   readonly warmupSeconds: number;
+  /** Called after each recorded run (progress). */
+  readonly ran: () => void;
 }
 
 async function warmUp(run: () => Promise<number>, seconds: number): Promise<void> {
@@ -49,7 +99,7 @@ async function warmUp(run: () => Promise<number>, seconds: number): Promise<void
 
 /** Warms both up, then runs subject and baseline alternately for `rounds` rounds; returns both medians. */
 async function alternate(
-  { rounds, warmupSeconds }: Plan,
+  { rounds, warmupSeconds, ran }: Plan,
   subject: () => Promise<number>,
   baseline: () => Promise<number>,
 ): Promise<[number, number]> {
@@ -60,11 +110,14 @@ async function alternate(
   for (let i = 0; i < rounds; i++) {
     if (i % 2 === 0) {
       s.push(await subject());
+      ran();
       b.push(await baseline());
     } else {
       b.push(await baseline());
+      ran();
       s.push(await subject());
     }
+    ran();
   }
   return [median(s), median(b)];
 }
@@ -87,9 +140,47 @@ async function mpaPingPong(iters: number): Promise<number> {
   }
 }
 
-export async function runBench(o: BenchOptions, log: (s: string) => void): Promise<Figure[]> {
-  const rounds = Math.max(1, Number.parseInt(o.rounds, 10) || 9);
-  const plan: Plan = { rounds, warmupSeconds: Math.max(0, Number.parseFloat(o.warmup) || 0) };
+/** The number of recorded runs a bench makes with `rounds` rounds (its progress total). */
+function benchRuns(rounds: number): number {
+  // 9 bandwidth figures, latency, loopback and connection setup: subject and baseline each round;
+  // SCTP: one run a round (both sides inside); RSS: one run.
+  return 12 * 2 * rounds + rounds + 1;
+}
+
+export async function runBench(o: BenchOptions, log: (s: string) => void, sink: ProgressSink = {}): Promise<Figure[]> {
+  const rounds = Number(o.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > BENCH_MAX_ROUNDS)
+    throw new UsageError(`--rounds must be an integer in 1..${BENCH_MAX_ROUNDS} (got ${o.rounds})`);
+  const warmupSeconds = Number(o.warmup);
+  if (
+    o.warmup.trim() === '' ||
+    !Number.isFinite(warmupSeconds) ||
+    warmupSeconds < 0 ||
+    warmupSeconds > BENCH_MAX_WARMUP_S
+  )
+    throw new UsageError(`--warmup must be a number in 0..${BENCH_MAX_WARMUP_S} (got ${o.warmup})`);
+  const progress = startProgress({
+    label: 'bench runs',
+    total: benchRuns(rounds),
+    ...sink,
+  });
+  try {
+    return await benchFigures(o, rounds, warmupSeconds, progress, (s) => {
+      progress.interrupt(() => log(s));
+    });
+  } finally {
+    progress.stop();
+  }
+}
+
+async function benchFigures(
+  o: BenchOptions,
+  rounds: number,
+  warmupSeconds: number,
+  progress: { add(n: number): void },
+  log: (s: string) => void,
+): Promise<Figure[]> {
+  const plan: Plan = { rounds, warmupSeconds, ran: () => progress.add(1) };
   const scale = o.quick ? 1 / 8 : 1;
   const figures: Figure[] = [];
   const add = (f: Figure) => {
@@ -100,14 +191,9 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
         : `${f.name}: ${f.value.toFixed(2)} ${f.unit} vs ${f.baseline.toFixed(2)} (ratio ${f.ratio.toFixed(3)}${f.target ? `, target ${f.target}` : ''})`,
     );
   };
-  const modes: { label: string; params: MpaParams; target?: number }[] = [
-    { label: 'CRC', params: { crc: true }, target: 0.85 },
-    { label: 'no CRC', params: { crc: false }, target: 0.95 },
-    { label: 'CRC + markers', params: { crc: true, markers: true } },
-  ];
   for (const size of [4096, 64 * 1024, MiB]) {
     const total = Math.max(size * 16, 256 * MiB * scale);
-    for (const m of modes) {
+    for (const m of MODES) {
       const [v, base] = await alternate(
         plan,
         () => mpaWrite(m.params, size, total),
@@ -148,8 +234,10 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
   );
   // SCTP (UDP encapsulation): our LLP layer against the bare `sctp` package moving the same messages.
   const sctpRuns: { subjectMBps: number; baselineMBps: number }[] = [];
-  for (let i = 0; i < rounds; i++)
+  for (let i = 0; i < rounds; i++) {
     sctpRuns.push(await runSctpBenchmark({ messageSize: 64 * 1024, totalBytes: Math.round(16 * MiB * scale) }));
+    progress.add(1);
+  }
   add(
     makeFigure(
       'SCTP (UDP) 64 KiB messages through the rddp LLP',
@@ -160,39 +248,19 @@ export async function runBench(o: BenchOptions, log: (s: string) => void): Promi
     ),
   );
   const rss = await rssGrowth(1024 * MiB * scale);
+  progress.add(1);
   add(
     makeFigure('peak RSS growth over a 1 GiB transfer', 'MiB', rss, 64, {
       target: 1,
       note: 'baseline: the 64 MiB budget',
     }),
   );
-  const n = o.quick ? 200 : 1000;
-  const setup = await connectionSetup(n);
-  add(
-    makeFigure(`set up ${n} MPA/TCP connections held by one server`, 'ms', setup, setup, {
-      note: 'no baseline: absolute figure',
-    }),
-  );
+  add(await connectionFigure(plan, o.quick ? 200 : 1000));
   if (o.out) {
     await mkdir(o.out, { recursive: true });
     await writeFile(path.join(o.out, 'bench.md'), `${toMarkdown(figures)}\n`);
     await writeFile(path.join(o.out, 'bench.jsonl'), `${toJsonLines(figures)}\n`);
-    const series: Series[] = modes.map((m) => ({
-      label: `rddp MPA/TCP (${m.label})`,
-      points: figures
-        .filter((f) => f.size && f.name.endsWith(`(${m.label})`))
-        .map((f) => ({ size: f.size as number, value: f.value })),
-    }));
-    series.push({
-      label: 'raw Node TCP',
-      points: figures
-        .filter((f) => f.size && f.name.endsWith('(CRC)'))
-        .map((f) => ({ size: f.size as number, value: f.baseline })),
-    });
-    await writeFile(
-      path.join(o.out, 'bandwidth.svg'),
-      toSvgChart('RDMA Write bandwidth over MPA/TCP vs raw TCP', 'MB/s', series),
-    );
+    await writeFile(path.join(o.out, 'bandwidth.svg'), bandwidthChart(figures));
   }
   return figures;
 }
@@ -205,11 +273,16 @@ export function registerBench(program: Command): void {
     )
     .option('--json', 'one JSON object per figure: {"name","unit","value","baseline","ratio"}')
     .option('--out <dir>', 'also write bench.md, bench.jsonl and bandwidth.svg there')
-    .option('--rounds <n>', 'alternating rounds per figure (medians of both sides)', integerIn(1, 1000), '9')
+    .option(
+      '--rounds <n>',
+      `alternating rounds per figure (medians of both sides; 1..${BENCH_MAX_ROUNDS})`,
+      integerIn(1, BENCH_MAX_ROUNDS),
+      '9',
+    )
     .option(
       '--warmup <seconds>',
       'unrecorded warm-up per subject and baseline before its rounds',
-      numberIn(0, 3600),
+      numberIn(0, BENCH_MAX_WARMUP_S),
       '1',
     )
     .option('--quick', 'an eighth of the data, for a fast look')

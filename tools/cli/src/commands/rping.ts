@@ -232,8 +232,14 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
       { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
     );
     out.debug(`connected: ${JSON.stringify(conn.setup.negotiated)}`);
+    const t0 = performance.now();
     await rpingClient(conn, tt, { count, size, verbose: !!o.verbose, validate: !!o.validate }, out);
     out.debug('client done');
+    // One line on success; -v keeps rping.c's output, the ping data alone.
+    if (!o.verbose)
+      out.log(
+        `${count} pings of ${size} octets${o.validate ? ', validated' : ''}, in ${(performance.now() - t0).toFixed(0)} ms`,
+      );
     return;
   }
   // -P: SIGINT/SIGTERM are taken before any listening line, so a stop right after it is clean.
@@ -254,7 +260,7 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
   await listener.close();
   out.debug(`accepted ${conn.remoteAddress.host}:${conn.remoteAddress.port}: ${JSON.stringify(conn.setup.negotiated)}`);
   const pings = await rpingServe(conn, tt, { size, verbose: !!o.verbose }, out);
-  out.debug(`served ${pings} pings`);
+  (out.note ?? out.debug)(`served ${pings} pings`);
 }
 
 /**

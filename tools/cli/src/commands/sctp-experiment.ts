@@ -3,12 +3,17 @@
  * stream): aggregate and per-stream RDMA Write bandwidth for 1…N streams, and head-of-line blocking seen
  * as the latency of small Sends on stream 0 while the other streams carry bulk Writes.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
+import { type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
 import type { Command } from 'commander';
 import { firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
+import { sctpBandwidthChart, sctpLatencyChart } from '../charts/tool-charts.js';
 import { integerIn, integerListIn } from '../flags.js';
 import { type PerfResult, perfClient, perfServe } from '../perf/engine.js';
+import { octets, type ProgressSink, startProgress, tapCompletions } from '../progress.js';
 import { type ToolTransport, toolTransport, UsageError } from '../transports.js';
 
 export interface ExperimentRow {
@@ -31,53 +36,93 @@ async function pair(tt: ToolTransport, streams: number): Promise<[LlpConnection,
   return [c, s];
 }
 
+/**
+ * One row per bulk stream count. With `progress`, the octets of the bulk RDMA Writes completed drive a
+ * progress bar there (the command passes stderr).
+ */
 export async function runExperiment(
   counts: readonly number[],
   o: { size: number; iters: number; pings: number; transport?: string },
   onRow: (r: ExperimentRow) => void,
+  progress?: ProgressSink,
 ): Promise<ExperimentRow[]> {
   const tt = toolTransport({ transport: o.transport ?? 'sctp' });
   const rows: ExperimentRow[] = [];
-  for (const n of counts) {
-    const total = n + 1; // stream 0 pings; streams 1..n carry bulk Writes
-    const [c, s] = await pair(tt, total);
-    const served = Promise.all(s.streams.map((_, i) => perfServe(s, 'ietf', () => {}, i)));
-    served.catch(() => {});
-    const bulk = Array.from({ length: n }, (_, k) =>
-      perfClient(
-        c,
-        'ietf',
-        { test: 'write_bw', sizes: [o.size], iters: o.iters, txDepth: 16, verify: true },
-        () => {},
-        undefined,
-        k + 1,
-      ),
-    );
-    const ping = perfClient(
-      c,
-      'ietf',
-      { test: 'send_lat', sizes: [64], iters: o.pings, txDepth: 1, verify: true },
-      () => {},
-      undefined,
-      0,
-    );
-    const [pingRes, ...bulkRes] = (await Promise.all([ping, ...bulk])).map((r) => r[0] as PerfResult);
-    await served;
-    const bws = bulkRes.map((r) => (r.kind === 'bw' ? r.row.avgMBps : 0));
-    const lat = pingRes?.kind === 'lat' ? pingRes.row.lat : summarizeLatency([]);
-    const row: ExperimentRow = {
-      streams: n,
-      aggregateMBps: bws.reduce((a, b) => a + b, 0),
-      perStreamMinMBps: Math.min(...bws),
-      perStreamMaxMBps: Math.max(...bws),
-      pingP50us: lat.median,
-      pingP99us: lat.p99,
-      verified: [pingRes, ...bulkRes].every((r) => r?.verified),
-    };
-    rows.push(row);
-    onRow(row);
+  const bar = progress
+    ? startProgress({
+        label: 'sctp-experiment',
+        total: counts.reduce((a, n) => a + n * o.iters * o.size, 0),
+        format: octets,
+        ...progress,
+      })
+    : undefined;
+  const viaTap = bar ? { rdmapFactory: tapCompletions(rdmapStreamOn, 'write', (n) => bar.add(n)) } : {};
+  try {
+    for (const n of counts) {
+      const row = await experimentRow(tt, n, o, viaTap);
+      rows.push(row);
+      if (bar) bar.interrupt(() => onRow(row));
+      else onRow(row);
+    }
+  } finally {
+    bar?.stop();
   }
   return rows;
+}
+
+/** One association with n bulk streams and stream 0 pinging. */
+async function experimentRow(
+  tt: ToolTransport,
+  n: number,
+  o: { size: number; iters: number; pings: number },
+  via: { rdmapFactory?: RdmapStreamBuilder },
+): Promise<ExperimentRow> {
+  const total = n + 1; // stream 0 pings; streams 1..n carry bulk Writes
+  const [c, s] = await pair(tt, total);
+  const served = Promise.all(s.streams.map((_, i) => perfServe(s, 'ietf', () => {}, i)));
+  served.catch(() => {});
+  const bulk = Array.from({ length: n }, (_, k) =>
+    perfClient(
+      c,
+      'ietf',
+      { test: 'write_bw', sizes: [o.size], iters: o.iters, txDepth: 16, verify: true },
+      () => {},
+      undefined,
+      k + 1,
+      via,
+    ),
+  );
+  const ping = perfClient(
+    c,
+    'ietf',
+    { test: 'send_lat', sizes: [64], iters: o.pings, txDepth: 1, verify: true },
+    () => {},
+    undefined,
+    0,
+  );
+  const [pingRes, ...bulkRes] = (await Promise.all([ping, ...bulk])).map((r) => r[0] as PerfResult);
+  await served;
+  const bws = bulkRes.map((r) => (r.kind === 'bw' ? r.row.avgMBps : 0));
+  const lat = pingRes?.kind === 'lat' ? pingRes.row.lat : summarizeLatency([]);
+  return {
+    streams: n,
+    aggregateMBps: bws.reduce((a, b) => a + b, 0),
+    perStreamMinMBps: Math.min(...bws),
+    perStreamMaxMBps: Math.max(...bws),
+    pingP50us: lat.median,
+    pingP99us: lat.p99,
+    verified: [pingRes, ...bulkRes].every((r) => r?.verified),
+  };
+}
+
+/** `--out DIR`: the table (`sctp-experiment.txt`) and its charts (bandwidth and latency SVGs). */
+export async function writeExperimentOut(dir: string, rows: readonly ExperimentRow[]): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  const files = ['sctp-experiment.txt', 'sctp-bandwidth.svg', 'sctp-latency.svg'].map((f) => path.join(dir, f));
+  await writeFile(files[0] as string, `${[EXPERIMENT_HEADER, ...rows.map(experimentLine)].join('\n')}\n`);
+  await writeFile(files[1] as string, sctpBandwidthChart(rows));
+  await writeFile(files[2] as string, sctpLatencyChart(rows));
+  return files;
 }
 
 export function experimentLine(r: ExperimentRow): string {
@@ -98,23 +143,28 @@ export function registerSctpExperiment(program: Command): void {
     .option('-n, --iters <n>', 'Writes per bulk stream', integerIn(1, 1e9), '200')
     .option('--pings <n>', '64-octet Send ping-pongs on stream 0 during the run', integerIn(1, 1e9), '100')
     .option('--json', 'one JSON object per line')
+    .option('--out <dir>', 'also write the table and its charts there (sctp-experiment.txt, sctp-*.svg)')
     .addHelpText('after', '\nExample:\n  rddp sctp-experiment --streams 1,4,16 --json')
-    .action(async (raw: { streams: string; size: string; iters: string; pings: string; json?: boolean }) => {
-      const counts = raw.streams.split(',').map((x) => Number(x));
-      if (counts.some((x) => !Number.isInteger(x) || x < 1 || x > 1000))
-        throw new UsageError(`--streams must list counts in 1..1000 (got ${raw.streams})`);
-      const nums = [raw.size, raw.iters, raw.pings].map(Number);
-      if (nums.some((x) => !Number.isInteger(x) || x < 1))
-        throw new UsageError('-s, -n and --pings must be positive integers');
-      if (!raw.json) {
-        console.log('SCTP (RFC 5043, UDP encapsulation): one association, stream 0 pings while N streams write');
-        console.log(EXPERIMENT_HEADER);
-      }
-      const rows = await runExperiment(
-        counts,
-        { size: nums[0] as number, iters: nums[1] as number, pings: nums[2] as number },
-        (r) => console.log(raw.json ? JSON.stringify(r) : experimentLine(r)),
-      );
-      if (rows.some((r) => !r.verified)) process.exitCode = 1;
-    });
+    .action(
+      async (raw: { streams: string; size: string; iters: string; pings: string; json?: boolean; out?: string }) => {
+        const counts = raw.streams.split(',').map((x) => Number(x));
+        if (counts.some((x) => !Number.isInteger(x) || x < 1 || x > 1000))
+          throw new UsageError(`--streams must list counts in 1..1000 (got ${raw.streams})`);
+        const nums = [raw.size, raw.iters, raw.pings].map(Number);
+        if (nums.some((x) => !Number.isInteger(x) || x < 1))
+          throw new UsageError('-s, -n and --pings must be positive integers');
+        if (!raw.json) {
+          console.log('SCTP (RFC 5043, UDP encapsulation): one association, stream 0 pings while N streams write');
+          console.log(EXPERIMENT_HEADER);
+        }
+        const rows = await runExperiment(
+          counts,
+          { size: nums[0] as number, iters: nums[1] as number, pings: nums[2] as number },
+          (r) => console.log(raw.json ? JSON.stringify(r) : experimentLine(r)),
+          {},
+        );
+        if (raw.out) await writeExperimentOut(raw.out, rows);
+        if (rows.some((r) => !r.verified)) process.exitCode = 1;
+      },
+    );
 }

@@ -3,7 +3,10 @@
  * Reads and Sends between two in-process endpoints, new connections every round, RSS sampled each
  * second. Fails when RSS after warm-up grows by more than the allowed budget.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Command } from 'commander';
+import { soakChart } from '../charts/tool-charts.js';
 import { positiveUpTo } from '../flags.js';
 import { UsageError } from '../transports.js';
 import { perfLoopback } from './perf.js';
@@ -54,6 +57,20 @@ export async function runSoak(
   return { samples, growthMiB, ok: growthMiB <= o.budgetMiB };
 }
 
+/** `--out DIR`: the samples (`soak.jsonl`, one per second, then the summary) and the RSS chart (`soak-rss.svg`). */
+export async function writeSoakOut(
+  dir: string,
+  transport: string,
+  samples: readonly SoakSample[],
+  summary: object,
+): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  const files = [path.join(dir, 'soak.jsonl'), path.join(dir, 'soak-rss.svg')];
+  await writeFile(files[0] as string, `${[...samples, summary].map((x) => JSON.stringify(x)).join('\n')}\n`);
+  await writeFile(files[1] as string, soakChart(transport, samples));
+  return files;
+}
+
 export function registerSoak(program: Command): void {
   program
     .command('soak')
@@ -64,8 +81,9 @@ export function registerSoak(program: Command): void {
     .option('--budget <MiB>', 'allowed RSS growth after warm-up', positiveUpTo(1 << 20), '32')
     .option('--transport <name>', 'tcp, sctp or loopback', 'tcp')
     .option('--json', 'one JSON sample per second, then a summary')
-    .addHelpText('after', '\nExample:\n  pnpm soak --minutes 30')
-    .action(async (raw: { minutes: string; budget: string; transport: string; json?: boolean }) => {
+    .option('--out <dir>', 'also write the samples and the RSS chart there (soak.jsonl, soak-rss.svg)')
+    .addHelpText('after', '\nExample:\n  pnpm soak --minutes 30 --out soak-results')
+    .action(async (raw: { minutes: string; budget: string; transport: string; json?: boolean; out?: string }) => {
       const minutes = Number(raw.minutes);
       const budgetMiB = Number(raw.budget);
       if (!(minutes > 0) || !(budgetMiB > 0)) throw new UsageError('--minutes and --budget must be positive');
@@ -87,6 +105,7 @@ export function registerSoak(program: Command): void {
           ? JSON.stringify(summary)
           : `RSS growth after warm-up: ${summary.growthMiB} MiB (budget ${budgetMiB} MiB): ${res.ok ? 'flat' : 'GROWING'}`,
       );
+      if (raw.out) await writeSoakOut(raw.out, raw.transport, res.samples, summary);
       if (!res.ok) process.exitCode = 1;
     });
 }
