@@ -2,7 +2,7 @@
  * Parsers for the tools' numeric flags (commander `argParser`): a value out of range is a usage error
  * (exit 2, one line) before anything runs, never a NaN or an endless loop later.
  */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 
 /** An integer in min..max; the flag keeps its text (the commands' own checks read it again). */
 export function integerIn(min: number, max: number): (v: string) => string {
@@ -41,4 +41,20 @@ export function integerListIn(min: number, max: number): (v: string) => string {
     for (const x of v.split(',')) one(x);
     return v;
   };
+}
+
+/** MPA interop deviation (docs/MPA.md): accept received ULPDUs longer than RFC 5044 §3's 64768. */
+export function maxUlpduOption(): Option {
+  return new Option(
+    '--max-ulpdu <n>',
+    'interop deviation: accept received ULPDUs up to this length (64768..65535; RFC 5044 §3 says 64768)',
+  ).argParser(integerIn(64768, 65535));
+}
+
+/** MPA interop deviation (docs/MPA.md): an initiator that accepts the responder's FPDU before its own. */
+export function tolerateEarlyFpduOption(): Option {
+  return new Option(
+    '--tolerate-early-fpdu',
+    'interop deviation (initiator): accept an FPDU from the responder before ours (RFC 5044 §7.1.2 forbids it)',
+  );
 }

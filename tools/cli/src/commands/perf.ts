@@ -9,7 +9,7 @@ import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
 import { perfChart } from '../charts/tool-charts.js';
 import { faultsOption } from '../faults.js';
-import { integerIn } from '../flags.js';
+import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
 import {
   aggregate,
   PERF_TESTS,
@@ -349,15 +349,8 @@ export function registerPerf(program: Command): void {
     .option('--crc', 'ask for MPA CRCs (default)')
     .option('--no-crc', 'do not ask for MPA CRCs')
     .option('--markers', 'ask for MPA Markers towards this end')
-    .option(
-      '--max-ulpdu <n>',
-      'interop deviation: accept received ULPDUs up to this length (64768..65535; RFC 5044 §3 says 64768)',
-      integerIn(64768, 65535),
-    )
-    .option(
-      '--tolerate-early-fpdu',
-      'interop deviation (initiator): accept an FPDU from the responder before ours (RFC 5044 §7.1.2 forbids it)',
-    )
+    .addOption(maxUlpduOption())
+    .addOption(tolerateEarlyFpduOption())
     .option(
       '-t, --tx-depth <n>',
       'operations outstanding at once (bandwidth tests)',

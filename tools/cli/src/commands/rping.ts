@@ -6,7 +6,7 @@ import { Access } from '@rddp/ddp';
 import type { LlpConnection, LlpListener } from '@rddp/llp';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
-import { integerIn } from '../flags.js';
+import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
 import { PeerWatch } from '../peer.js';
 import { MemoryBudget } from '../perf/hello.js';
 import {
@@ -328,15 +328,8 @@ export function registerRping(program: Command): void {
     .option('--crc', 'ask for MPA CRCs (default)')
     .option('--no-crc', 'do not ask for MPA CRCs (used anyway if the peer asks)')
     .option('--markers', 'ask the peer to put MPA Markers in the FPDUs this end receives')
-    .option(
-      '--max-ulpdu <n>',
-      'interop deviation: accept received ULPDUs up to this length (64768..65535; RFC 5044 §3 says 64768)',
-      integerIn(64768, 65535),
-    )
-    .option(
-      '--tolerate-early-fpdu',
-      'interop deviation (initiator): accept an FPDU from the responder before ours (RFC 5044 §7.1.2 forbids it)',
-    )
+    .addOption(maxUlpduOption())
+    .addOption(tolerateEarlyFpduOption())
     .option(
       '--p2p <rtr>',
       'initiator: RFC 6581 peer-to-peer mode with this RTR (write, read or send); needs --mpa-rev 2',
