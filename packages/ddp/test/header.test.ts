@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeHeader, encodeTaggedHeader, encodeUntaggedHeader, gatherPrefix } from '../src/index.js';
+import { decodeHeader, encodeTaggedHeader, encodeUntaggedHeader } from '../src/index.js';
+import { gatherPrefix } from '../src/testing.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 

@@ -1,6 +1,6 @@
+import { FakeLlpStream, pattern } from '@rddp/llp/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Access, DdpStream, encodeTaggedHeader, encodeUntaggedHeader, StagTable } from '../src/index.js';
-import { HandFedLlp, pattern } from './support.js';
 
 /** Counts every octet copied by TypedArray.prototype.set while `fn` runs, by destination buffer. */
 function countCopies(fn: () => void): Map<ArrayBufferLike, number> {
@@ -32,7 +32,7 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('receive path: one copy per payload octet, LLP chunk → registered buffer', () => {
   it('tagged: a segment split over 7 chunks is copied once, straight into the region, and nowhere else', () => {
-    const llp = new HandFedLlp();
+    const llp = new FakeLlpStream();
     const stags = new StagTable();
     const ddp = new DdpStream(llp, { pdId: 1, stags });
     const region = stags.register({ pdId: 1, buffer: new Uint8Array(60_000), access: Access.RemoteWrite });
@@ -50,7 +50,7 @@ describe('receive path: one copy per payload octet, LLP chunk → registered buf
   });
 
   it('untagged: a header straddling chunks costs only its own octets in scratch; the payload is copied once', () => {
-    const llp = new HandFedLlp();
+    const llp = new FakeLlpStream();
     const ddp = new DdpStream(llp, { pdId: 1, stags: new StagTable() });
     const buf = new Uint8Array(4096);
     ddp.postReceive(0, buf);
@@ -67,8 +67,7 @@ describe('receive path: one copy per payload octet, LLP chunk → registered buf
   });
 
   it("transmit path: the payload goes down as slices of the caller's buffer, never copied or concatenated", async () => {
-    const llp = new HandFedLlp();
-    llp.mulpdu = 1014;
+    const llp = new FakeLlpStream({ mulpdu: 1014 });
     const ddp = new DdpStream(llp, { pdId: 1, stags: new StagTable() });
     const payload = pattern(5000);
     await ddp.sendTagged(5, 0n, [payload], 0);

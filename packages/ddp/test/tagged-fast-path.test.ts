@@ -4,10 +4,10 @@
  * delivery events, the same §7.2 error. A stream with a ULP check that accepts everything always takes
  * the general path; one without takes the fast path where it can. Both are fed the same segments.
  */
+import { FakeLlpStream } from '@rddp/llp/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Access, DdpStream, encodeTaggedHeader, StagTable } from '../src/index.js';
-import { HandFedLlp } from './support.js';
 
 interface Seen {
   events: unknown[];
@@ -25,7 +25,7 @@ function run(
   segments: { stagPick: number; to: bigint; len: number; last: boolean; dv: number; rsvdUlp: number }[],
   mode: Mode,
 ) {
-  const llp = new HandFedLlp();
+  const llp = new FakeLlpStream();
   const stags = new StagTable();
   const bufs = [new Uint8Array(300), new Uint8Array(300), new Uint8Array(300)];
   const regions = [

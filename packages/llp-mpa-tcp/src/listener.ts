@@ -5,19 +5,17 @@
  */
 import type { Server, Socket } from 'node:net';
 import {
+  BaseLlpListener,
   ConnectionAbortedError,
-  HeldSubject,
   isLlpError,
   type LlpAddress,
   type LlpConnectDecision,
   type LlpConnection,
   type LlpError,
-  type LlpListener,
   type LlpListenOptions,
   LlpTimeoutError,
   ResourceLimitError,
 } from '@rddp/llp';
-import { type Observable, Subject } from 'rxjs';
 import { MpaTcpConnection } from './connection.js';
 import { MpaErrorCode, MpaProtocolError } from './errors.js';
 import { encodeFrame } from './frames.js';
@@ -49,15 +47,12 @@ interface Attempt {
   cancel(): void;
 }
 
-export class MpaTcpListener implements LlpListener {
+export class MpaTcpListener extends BaseLlpListener {
   readonly address: LlpAddress;
-  private readonly connections = new HeldSubject<LlpConnection>();
-  private readonly errors = new Subject<LlpError>();
   private readonly attempts = new Set<Attempt>();
   /** Startups in progress per source address (`maxPendingStartupsPerAddress`). */
   private readonly pendingBySource = new Map<string, number>();
   private established = 0;
-  private closed = false;
 
   constructor(
     private readonly server: Server,
@@ -65,43 +60,33 @@ export class MpaTcpListener implements LlpListener {
     private readonly listenOptions: LlpListenOptions,
     private readonly options: ResolvedTransportOptions,
   ) {
+    super();
     const a = server.address();
     this.address = a && typeof a === 'object' ? { host: a.address, port: a.port } : { host: String(a) };
     server.on('connection', (socket: Socket) => this.onSocket(socket));
     // A failing accept() must not take the process down.
     server.on('error', (e) =>
-      this.errors.next(new ConnectionAbortedError(`listener error: ${e.message}`, { cause: e })),
+      this.reportError(new ConnectionAbortedError(`listener error: ${e.message}`, { cause: e })),
     );
-    listenOptions.signal?.addEventListener('abort', () => void this.close(), { once: true });
-  }
-
-  get connections$(): Observable<LlpConnection> {
-    return this.connections.observable;
-  }
-  get errors$(): Observable<LlpError> {
-    return this.errors.asObservable();
+    this.closeOnAbort(listenOptions);
   }
 
   /** Stops accepting and ends startups in progress; established connections stay up. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+  protected stopListening(): void {
     this.server.close();
     for (const a of [...this.attempts]) a.cancel();
-    this.connections.complete();
-    this.errors.complete();
   }
 
   /** Hands an established connection to the ULP and counts it until it closes. */
   private emit(c: LlpConnection): void {
     this.established++;
     c.closed$.subscribe(() => this.established--);
-    this.connections.next(c);
+    this.accept(c);
   }
 
   private report(error: LlpError, remote: LlpAddress): void {
     this.options.logger.debug('mpa.accept.failed', { remote, code: error.code, message: error.message });
-    if (!this.closed) this.errors.next(error);
+    this.reportError(error);
   }
 
   private onSocket(socket: Socket): void {

@@ -8,10 +8,10 @@ import { isIPv6 } from 'node:net';
 import {
   AddressInUseError,
   abortError,
+  BaseLlpListener,
   ConnectionAbortedError,
   ConnectionRefusedError,
   ConnectionRejectedError,
-  HeldSubject,
   InvalidArgumentError,
   isLlpError,
   type LlpAddress,
@@ -28,7 +28,6 @@ import {
   ResourceLimitError,
   throwIfAborted,
 } from '@rddp/llp';
-import { type Observable, Subject } from 'rxjs';
 import { UdpConnection } from './connection.js';
 import { CookieJar } from './cookie.js';
 import { Endpoint, type Peer, type SocketStats } from './endpoint.js';
@@ -343,9 +342,7 @@ export interface UdpListenerStats {
  * A listening socket: answers REQUESTs with state cookies and COOKIE_ECHOs with ACCEPT or REJECT, and
  * carries every connection it accepted. Until a COOKIE_ECHO authenticates it keeps nothing per peer.
  */
-export class UdpListener implements LlpListener {
-  private readonly connections = new HeldSubject<LlpConnection>();
-  private readonly errors = new Subject<LlpError>();
+export class UdpListener extends BaseLlpListener {
   private readonly cookies: CookieJar;
   /**
    * Setups past the cookie, by initiator address and connection id: a retransmitted COOKIE_ECHO gets the same
@@ -365,7 +362,6 @@ export class UdpListener implements LlpListener {
     decisionTimeouts: 0,
     unreportedErrors: 0,
   };
-  private closed = false;
 
   constructor(
     private readonly endpoint: Endpoint,
@@ -373,20 +369,15 @@ export class UdpListener implements LlpListener {
     private readonly o: ResolvedUdpOptions,
     private readonly listenOptions: LlpListenOptions,
   ) {
+    super();
     this.cookies = new CookieJar(o.cookieLifetimeMs);
     endpoint.onRequest = (d, from) => this.onRequest(d, from);
     endpoint.onCookieEcho = (d, from) => this.onCookieEcho(d, from);
     endpoint.onError = (e) =>
       this.report(new ConnectionAbortedError(`UDP listener socket error: ${e.message}`, { cause: e }));
-    listenOptions.signal?.addEventListener('abort', () => void this.close(), { once: true });
+    this.closeOnAbort(listenOptions);
   }
 
-  get connections$(): Observable<LlpConnection> {
-    return this.connections.observable;
-  }
-  get errors$(): Observable<LlpError> {
-    return this.errors.asObservable();
-  }
   /** Connections this listener's socket carries (accepted, not yet let go of after their linger). */
   get connectionCount(): number {
     return this.established;
@@ -399,11 +390,7 @@ export class UdpListener implements LlpListener {
     return { ...this.counters, socket: { ...this.endpoint.stats } };
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.connections.complete();
-    this.errors.complete();
+  protected stopListening(): void {
     this.endpoint.deactivate();
     this.endpoint.release(); // accepted connections keep the socket until they end
   }
@@ -419,7 +406,7 @@ export class UdpListener implements LlpListener {
       return;
     }
     this.tokens--;
-    this.errors.next(e);
+    this.reportError(e);
   }
 
   /** At a limit: ABORT code 5 to the sender, a ResourceLimitError (rate-limited) to the ULP. */
@@ -618,7 +605,7 @@ export class UdpListener implements LlpListener {
     this.entries.set(key, { kind: 'accepted', resend });
     resend();
     o.logger.debug('udp.accepted', { id: conn.id, localId, peerId: initiatorId, streams, crc, datagramSize });
-    this.connections.next(conn);
+    this.accept(conn);
   }
 }
 

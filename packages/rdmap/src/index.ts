@@ -12,23 +12,35 @@ export {
   AtomicOpcode,
   type AtomicRequestHeader,
   type AtomicResponseHeader,
-  applyAtomic,
-  checkAtomicRequest,
   decodeAtomicRequest,
   decodeAtomicResponse,
   encodeAtomicRequest,
   encodeAtomicResponse,
   isAtomicOpcode,
-  maskedAdd,
-  type OutstandingAtomic,
-  OutstandingAtomics,
 } from './atomic.js';
 export * from './errors.js';
 export * from './header.js';
 export * from './immediate.js';
-export * from './opcode.js';
-export { checkReadSource, type OutstandingRead, OutstandingReads } from './read.js';
-export { canTransition, type RdmapStreamState, StreamStateMachine } from './state.js';
+export {
+  ATOMIC_RESPONSE_QUEUE,
+  EXTENSION_OPCODES,
+  ExtensionOpcode,
+  type ExtensionOpcodeInfo,
+  extensionOpcodeInfo,
+  isSendOpcode,
+  OPCODES,
+  type OpcodeInfo,
+  opcodeInfo,
+  RDMAP_EXTENDED_QUEUE_COUNT,
+  RDMAP_OPCODES,
+  RDMAP_QUEUE_COUNT,
+  RDMAP_VERSION,
+  type RdmapExtension,
+  RdmapOpcode,
+  RdmapQueue,
+  type RdmapVersion,
+} from './opcode.js';
+export type { RdmapStreamState } from './state.js';
 export {
   RDMAP_MAX_MESSAGE,
   type RdmapExtensions,
@@ -36,8 +48,17 @@ export {
   RdmapStream,
   type RdmapStreamOptions,
   rdmapOptionsFromSetup,
-  terminateStatus,
 } from './stream.js';
-export * from './terminate.js';
+export {
+  decodeTerminate,
+  encodeTerminate,
+  MAX_TERMINATE_HEADER_LENGTH,
+  TERMINATE_CONTROL_LENGTH,
+  TERMINATE_RECEIVE_BUFFER_LENGTH,
+  type TerminateCause,
+  type TerminatedSegment,
+  type TerminateHeader,
+  terminateFor,
+} from './terminate.js';
 export * from './terminate-codes.js';
 export * from './types.js';

@@ -1,14 +1,7 @@
 import { Access, type MemoryRegion } from '@rddp/ddp';
 import { describe, expect, it } from 'vitest';
-import {
-  canTransition,
-  checkReadSource,
-  OutstandingReads,
-  RdmaErrorCode,
-  RdmaErrorType,
-  type RdmapStreamState,
-  StreamStateMachine,
-} from '../src/index.js';
+import { RdmaErrorCode, RdmaErrorType, type RdmapStreamState } from '../src/index.js';
+import { canTransition, checkReadSource, OutstandingReads, StreamStateMachine } from '../src/testing.js';
 
 describe('RFC 5040 §6 stream states', () => {
   it('RFC 5040 §6.2: RTS may close gracefully, terminate or fail; a Terminate ends in error', () => {

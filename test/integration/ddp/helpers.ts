@@ -70,4 +70,4 @@ export async function until(cond: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-export { pattern } from '../../../packages/ddp/test/support.js';
+export { pattern } from '@rddp/llp/testing';

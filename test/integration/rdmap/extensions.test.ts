@@ -11,7 +11,6 @@ import {
   ATOMIC_RESPONSE_HEADER_LENGTH,
   ATOMIC_RESPONSE_QUEUE,
   AtomicOpcode,
-  applyAtomic,
   decodeAtomicRequest,
   decodeAtomicResponse,
   decodeImmediateData,
@@ -22,13 +21,13 @@ import {
   encodeImmediateData,
   extensionOpcodeInfo,
   isAtomicOpcode,
-  maskedAdd,
   RdmapOpcode as Op,
   type RdmapOperation,
   RdmapStream,
   type ReceiveCompletion,
   type SendCompletion,
 } from '@rddp/rdmap';
+import { applyAtomic, maskedAdd } from '@rddp/rdmap/testing';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
