@@ -31,6 +31,7 @@ export interface AttackResult {
    */
   readonly rssGrowthMiB: number;
   readonly heapGrowthMiB: number;
+  /** Active handles in the server with nobody connected: before the honest client, and after all have gone. */
   readonly handlesBefore: number;
   readonly handlesAfter: number;
   readonly honestOps: number;
@@ -144,8 +145,12 @@ export async function runAttack(
   const target = await Target.start();
   const stopHonest = new AbortController();
   try {
+    // Handles are counted with nobody connected, before the honest client and after it has gone, so its
+    // own reconnections (every 20 pings) cannot blur the comparison.
+    await sleep(500);
+    const idle = await target.stats();
     const honest = honestClient(attack.transport, target.ports, stopHonest.signal);
-    await sleep(2000); // warm-up: the honest connection is up and its handles counted
+    await sleep(2000); // warm-up: the honest connection is up
     const before = await target.stats();
     const stopAttack = new AbortController();
     const running = attack.run(target.ports, stopAttack.signal);
@@ -165,15 +170,17 @@ export async function runAttack(
     }
     stopAttack.abort();
     const units = await running;
-    // The attacker has gone: every handle it caused must go too (close timers run out within ~10 s).
+    const honestOps = honest.ops();
+    stopHonest.abort();
+    await honest.done;
+    // Attacker and honest client have gone: every handle either caused must go too (close timers run out
+    // within ~10 s).
     let after = await target.stats();
     const t1 = performance.now();
-    while (after.handles > before.handles && performance.now() - t1 < o.settleSeconds * 1000) {
+    while (after.handles > idle.handles && performance.now() - t1 < o.settleSeconds * 1000) {
       await sleep(500);
       after = await target.stats();
     }
-    const honestOps = honest.ops();
-    stopHonest.abort();
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
     const fifth = Math.max(1, Math.floor(samples.length / 5));
     const early = samples.slice(0, fifth);
@@ -185,7 +192,7 @@ export async function runAttack(
     const reasons: string[] = [];
     if (growth > o.budgetMiB) reasons.push(`RSS grew ${growth.toFixed(1)} MiB (budget ${o.budgetMiB})`);
     if (heapGrowth > o.budgetMiB) reasons.push(`the heap grew ${heapGrowth.toFixed(1)} MiB (budget ${o.budgetMiB})`);
-    if (after.handles > before.handles) reasons.push(`handles ${before.handles} → ${after.handles}`);
+    if (after.handles > idle.handles) reasons.push(`handles ${idle.handles} → ${after.handles}`);
     if (honestOps === 0) reasons.push('the honest client completed nothing');
     if (honest.errors() > 0) reasons.push(`the honest client failed ${honest.errors()} times`);
     if (longestStall > 10_000) reasons.push(`the honest client stalled ${Math.round(longestStall)} ms`);
@@ -198,7 +205,7 @@ export async function runAttack(
       rssStepMiB: step,
       rssGrowthMiB: growth,
       heapGrowthMiB: heapGrowth,
-      handlesBefore: before.handles,
+      handlesBefore: idle.handles,
       handlesAfter: after.handles,
       honestOps,
       honestLongestStallMs: Math.round(longestStall),
