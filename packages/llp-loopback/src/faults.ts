@@ -1,4 +1,5 @@
 /** Fault injection for the loopback LLP: what a test can make the "network" do. */
+import { seededRandom } from '@rddp/llp';
 
 export interface LoopbackFaults {
   /**
@@ -16,18 +17,6 @@ export interface LoopbackFaults {
   readonly duplicate?: { readonly seed?: number; readonly probability: number };
   /** Lose some ULPDUs (declares `reliable: false`). */
   readonly drop?: { readonly seed?: number; readonly probability: number };
-}
-
-/** mulberry32: a small seeded PRNG so fault runs are reproducible. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Splits `length` octets into chunk lengths per the chunking fault (one chunk when none). */

@@ -5,8 +5,9 @@ import {
   type LlpError,
   type SendCallback,
   StreamClosedError,
+  seededRandom,
 } from '@rddp/llp';
-import { type LoopbackFaults, makeChunker, seededRandom } from './faults.js';
+import { type LoopbackFaults, makeChunker } from './faults.js';
 
 /** One ULPDU in flight towards the peer, or the graceful-close marker (FIN). */
 interface InFlight {

@@ -6,8 +6,8 @@
  */
 import { randomInt } from 'node:crypto';
 import type dgram from 'node:dgram';
-import type { LlpLogger } from '@rddp/llp';
-import { seededRandom, type UdpFaults } from './options.js';
+import { type LlpLogger, seededRandom } from '@rddp/llp';
+import type { UdpFaults } from './options.js';
 import {
   AbortCode,
   type DatagramHeader,

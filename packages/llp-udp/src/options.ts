@@ -153,15 +153,3 @@ export function withParams(o: ResolvedUdpOptions, params: LlpParams | undefined)
 export function mulpduFor(datagramSize: number, crc: boolean): number {
   return datagramSize - HEADER_LENGTH - (crc ? CRC_LENGTH : 0);
 }
-
-/** mulberry32: a small seeded PRNG so fault runs are reproducible. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -1,17 +1,10 @@
 /** A small seedable mutational fuzzer: a corpus of valid inputs, mutated, concatenated and re-split. */
+import { seededRandom } from '@rddp/llp';
+
 export type Rng = () => number;
 
-/** mulberry32 */
-export function rng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The fuzzer's seeded PRNG (mulberry32, @rddp/llp's `seededRandom`). */
+export const rng: (seed: number) => Rng = seededRandom;
 
 export const int = (r: Rng, n: number) => Math.floor(r() * n);
 const INTERESTING = [0x00, 0x01, 0x7f, 0x80, 0xff, 0x40, 0x41, 0xc0, 0xc1, 0x10, 0x20];
