@@ -15,8 +15,10 @@ export const DDP_T_FLAG = 0x80;
 export const DDP_L_FLAG = 0x40;
 export const DDP_DV_MASK = 0x03;
 export const TWO_32 = 0x1_0000_0000;
+/** 2^64: the size of the Tagged Offset space (RFC 5041 §4.2); a TO + length beyond it wraps (§7.1). */
+export const TWO_64 = 1n << 64n;
 /** 2^64 − 1: the largest Tagged Offset (§4.2) and the largest 64-bit RDMAP field. */
-export const MAX_U64 = (1n << 64n) - 1n;
+export const MAX_U64 = TWO_64 - 1n;
 /** An STag as the RFCs' figures print it: `0x` and eight hex digits. */
 export function stagHex(stag: number): string {
   return `0x${(stag >>> 0).toString(16).padStart(8, '0')}`;

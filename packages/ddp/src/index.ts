@@ -10,6 +10,7 @@ export {
   MAX_U64,
   stagHex,
   TWO_32,
+  TWO_64,
 } from './header.js';
 export { copyPayload } from './rx.js';
 export { type RegisterOptions, StagTable } from './stag-table.js';

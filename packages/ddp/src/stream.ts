@@ -21,26 +21,51 @@ import {
   type UntaggedSend,
 } from './api.js';
 import { DdpInvalidArgumentError, DdpStreamClosedError } from './errors.js';
-import { MAX_U64, MAX_UNTAGGED_RSVDULP } from './header.js';
+import { MAX_U64, MAX_UNTAGGED_RSVDULP, TWO_64 } from './header.js';
 import { Receiver } from './rx.js';
 import { Transmitter } from './tx.js';
 
-const TWO_64 = 1n << 64n;
 /** At or below 2^63 no message (< 2^53 octets) can wrap the TO space: the exact check is skipped. */
 const TO_NO_WRAP = 1n << 63n;
 
 function payloadLength(parts: readonly Uint8Array[]): number {
   let n = 0;
-  for (const p of parts) {
-    if (!(p instanceof Uint8Array)) throw new DdpInvalidArgumentError('payload parts must be Uint8Arrays');
-    n += p.length;
-  }
+  for (const p of parts) n += p.length;
   return n;
 }
 
+/** Caller input of a send: a 32-bit value (RFC 5041 §4.2 STag, §4.3 QN). */
 function checkU32(name: string, v: number): void {
   if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff)
     throw new DdpInvalidArgumentError(`${name} ${v} is not a 32-bit unsigned integer`);
+}
+
+function checkPayload(parts: readonly Uint8Array[]): void {
+  for (const p of parts)
+    if (!(p instanceof Uint8Array)) throw new DdpInvalidArgumentError('payload parts must be Uint8Arrays');
+}
+
+/** Caller input of a tagged send (RFC 5041 §4.2, §7.1), checked once where it enters. */
+function checkTaggedSend(stag: number, to: bigint, rsvdUlp: number, payload: readonly Uint8Array[]): void {
+  checkU32('STag', stag);
+  if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
+    throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
+  if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
+    throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
+  checkPayload(payload);
+  const n = payloadLength(payload);
+  if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
+    throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
+}
+
+/** Caller input of an untagged send (RFC 5041 §4.3): QN, RsvdULP, a message the 32-bit MO can address. */
+function checkUntaggedSend(qn: number, rsvdUlp: number, payload: readonly Uint8Array[]): void {
+  checkU32('QN', qn);
+  if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > MAX_UNTAGGED_RSVDULP)
+    throw new DdpInvalidArgumentError(`untagged RsvdULP ${rsvdUlp} is not 40 bits (RFC 5041 §4.3)`);
+  checkPayload(payload);
+  const n = payloadLength(payload);
+  if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
 }
 
 export class DdpStream implements DdpStreamApi {
@@ -56,6 +81,8 @@ export class DdpStream implements DdpStreamApi {
   private firstError: Error | undefined;
   private started = false;
   private onFirstSegment: (() => void) | undefined;
+  /** `DdpStreamOptions.callerChecked`: the ULP checked send input where it entered. */
+  private readonly callerChecked: boolean;
 
   constructor(
     readonly llp: LlpStream,
@@ -97,6 +124,7 @@ export class DdpStream implements DdpStreamApi {
     // peer's close in one packet) settles its promise chain first, and is not reported as flushed.
     llp.closed$.subscribe((e) => setImmediate(() => this.onLlpClosed(e)));
     this.onFirstSegment = options.onFirstSegment;
+    this.callerChecked = options.callerChecked ?? false;
     if (!options.startPaused) this.start();
   }
 
@@ -162,14 +190,8 @@ export class DdpStream implements DdpStreamApi {
   ): Promise<void> {
     try {
       this.assertCanSend();
-      checkU32('STag', stag);
-      if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
-        throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
-      if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
-        throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
+      if (!this.callerChecked) checkTaggedSend(stag, to, rsvdUlp, payload);
       const n = payloadLength(payload);
-      if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
-        throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
       this.tx.checkRoom();
       return this.tx.enqueue(true, stag, to, 0, 0, rsvdUlp, payload, n, signal, onHanded) as Promise<void>;
     } catch (e) {
@@ -186,11 +208,8 @@ export class DdpStream implements DdpStreamApi {
   ): UntaggedSend {
     try {
       this.assertCanSend();
-      checkU32('QN', qn);
-      if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > MAX_UNTAGGED_RSVDULP)
-        throw new DdpInvalidArgumentError(`untagged RsvdULP ${rsvdUlp} is not 40 bits (RFC 5041 §4.3)`);
+      if (!this.callerChecked) checkUntaggedSend(qn, rsvdUlp, payload);
       const n = payloadLength(payload);
-      if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
       // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
       this.tx.checkRoom();
       const msn = this.nextMsnFor(qn);

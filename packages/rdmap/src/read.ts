@@ -3,7 +3,7 @@
  * Read Responses arrive in order (§5.5 rule 20) and are checked against their Request (§5.2.2 "MAY
  * validate"); and the responder's check of a Read Request's Data Source (§7.2 4a–4e).
  */
-import { Access, type MemoryRegion, stagHex, type UlpCheckFailure } from '@rddp/ddp';
+import { Access, type MemoryRegion, stagHex, TWO_64, type UlpCheckFailure } from '@rddp/ddp';
 import type { ReadRequestHeader } from './header.js';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
 
@@ -100,8 +100,6 @@ export class OutstandingReads<T> {
   }
 }
 
-const TWO_64 = 1n << 64n;
-
 /**
  * RFC 5040 §7.2 checks 4a–4e of an incoming non-zero-length RDMA Read Request's Data Source, plus the
  * region's Remote Read right (RFC 5040 §8.1.1, Figure 9 "Access rights violation"). Returns the Remote
@@ -113,6 +111,11 @@ export function checkReadSource(
   pdId: number,
 ): { code: number; message: string } | undefined {
   if (rr.size === 0) return undefined; // §5.2.1: a zero-length Read MUST NOT be validated
+  if (rr.sinkTo + BigInt(rr.size) > TWO_64)
+    return {
+      code: RdmaErrorCode.ToWrap,
+      message: `Data Sink TO ${rr.sinkTo} + ${rr.size} wraps 2^64: no Read Response can carry it (RFC 5041 §7.1)`,
+    };
   const stag = stagHex(rr.srcStag);
   if (region === undefined || !region.valid || region.stag !== rr.srcStag >>> 0)
     return { code: RdmaErrorCode.InvalidStag, message: `Data Source STag ${stag} is not valid (RFC 5040 §7.2 4a)` };

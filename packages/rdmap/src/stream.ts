@@ -44,7 +44,7 @@ import { RdmaErrorType, TerminateLayer } from './terminate-codes.js';
 import { maybeCloseLlp, onDdpClosed, onDdpError, terminateWith } from './terminate-path.js';
 import { outstanding, post, pump, requestsOutstanding } from './tx.js';
 import type { RdmapClosedEvent, RdmapCompletion, RdmapTerminateEvent, RdmapWorkRequest } from './types.js';
-import { validateWorkRequest } from './validate.js';
+import { checkOrd, checkWorkRequest, messageLength } from './validate.js';
 
 export interface RdmapStreamOptions {
   /** `ietf` (DDP DV=1, RDMAP RV=1) or `rdmac` (DV=0, RV=0). Default `ietf`. */
@@ -91,6 +91,11 @@ export interface RdmapStreamOptions {
   readonly receives?: readonly { readonly buffer: Uint8Array; readonly receiveId?: unknown }[];
   /** Untagged messages the LLP exchanged at setup (`LlpSetupInfo.startupMessages`, RFC 6581 RTRs). */
   readonly startupMessages?: { readonly sent: readonly number[]; readonly received: readonly number[] };
+  /**
+   * The layer above checked each work request where it entered (verbs does): `postSend` checks only ORD.
+   * Default false: RDMAP used directly checks STags, TOs, lengths and extensions (typed errors).
+   */
+  readonly callerChecked?: boolean;
 }
 
 /**
@@ -132,6 +137,7 @@ export class RdmapStream {
   /** The one state the transmit, receive and terminate paths work on (stream-state.ts). */
   private readonly st: StreamState;
   private readonly ordPolicy: 'queue' | 'error';
+  private readonly callerChecked: boolean;
 
   constructor(llp: LlpStream, options: RdmapStreamOptions) {
     this.profile = options.profile ?? 'ietf';
@@ -150,6 +156,7 @@ export class RdmapStream {
         `RDMAP needs a reliable, ordered LLP (RFC 5040 §3.1); this one is ${caps.reliable ? 'reliable' : 'unreliable'} and ${caps.ordered ? 'ordered' : 'unordered'}. Pass reducedSemantics: true to run with the reduced semantics of docs/UDP-LLP.md`,
       );
     this.ordPolicy = options.ordPolicy ?? 'queue';
+    this.callerChecked = options.callerChecked ?? false;
     this.role = options.role ?? 'initiator';
     this.extensions = Object.freeze({
       atomics: options.extensions?.atomics === true,
@@ -185,6 +192,7 @@ export class RdmapStream {
       // RFC 5040 §6.1: receives first (released by `start`), and the initiator's first message frees a
       // responder that holds its own.
       startPaused: true,
+      callerChecked: true, // postSend (or verbs) checked the caller's input; RDMAP's own values are valid
       onFirstSegment: () => {
         if (!st.held.value) return;
         st.held.next(false);
@@ -280,13 +288,9 @@ export class RdmapStream {
    */
   postSend(wr: RdmapWorkRequest): void {
     if (!this.st.sm.accepting) throw new RdmapStateError(this.st.sm.state, 'post send-queue work');
-    const byteLength = validateWorkRequest(wr, {
-      extensions: this.extensions,
-      ord: this.ord,
-      ordPolicy: this.ordPolicy,
-      outstanding: () => requestsOutstanding(this.st),
-    });
-    post(this.st, wr, byteLength);
+    if (!this.callerChecked) checkWorkRequest(wr, this.extensions);
+    checkOrd(wr, { ord: this.ord, ordPolicy: this.ordPolicy, outstanding: () => requestsOutstanding(this.st) });
+    post(this.st, wr, messageLength(wr));
   }
 
   /** Posts a receive buffer for incoming Sends (QN 0, RFC 5040 §5.3); they consume them in order. */

@@ -3,7 +3,7 @@
  * Termination with at most one Terminate (the first error wins, §7.1 rule 4), a Terminate received, an
  * LLP failure, the graceful close once the work is done, and what each does to outstanding work.
  */
-import { type DdpCloseEvent, type DdpErrorEvent, UntaggedErrorCode } from '@rddp/ddp';
+import { type DdpCloseEvent, type DdpErrorEvent, decodeHeader, UntaggedErrorCode } from '@rddp/ddp';
 import {
   FlushedError,
   InvalidTerminateError,
@@ -208,10 +208,9 @@ export function onTerminateReceived(st: StreamState, bytes: Uint8Array | undefin
 
 /** The local operation a received Terminate reports on, when its Terminated DDP Header names one (§4.8). */
 function matchTerminate(st: StreamState, t: TerminateHeader, error: RdmapError): Culprit | undefined {
-  const d = t.ddpHeader;
-  if (d === undefined || d.byteLength !== 18 || ((d[0] as number) & 0x80) !== 0) return undefined;
-  const v = new DataView(d.buffer, d.byteOffset, 18);
-  const entry = findUntagged(st, v.getUint32(6), v.getUint32(10));
+  const d = t.ddpHeader === undefined ? undefined : decodeHeader(t.ddpHeader);
+  if (d === undefined || d.tagged) return undefined;
+  const entry = findUntagged(st, d.qn, d.msn);
   return entry ? { entry, status: terminateStatus(t), error } : undefined;
 }
 

@@ -1,9 +1,10 @@
 /**
- * Caller input checked once, where it enters RDMAP (the verbs layer checks its own before): each work
- * request's STags, Tagged Offsets and lengths (RFC 5040 §4, §5; "TO + length wraps 2^64", RFC 5041 §7.1),
- * the RFC 7306 extensions it needs, and ORD when the stream refuses Reads beyond it. Typed errors.
+ * Caller input checked once, where it enters the stack: RDMAP used directly checks each work request's
+ * STags, Tagged Offsets and lengths (RFC 5040 §4, §5; "TO + length wraps 2^64", RFC 5041 §7.1) and the
+ * RFC 7306 extensions it needs; behind verbs (which checks its own) it does not, and DDP never does for
+ * RDMAP. ORD is a state check and always applies. Typed errors.
  */
-import { MAX_U64 } from '@rddp/ddp';
+import { MAX_U64, TWO_64 } from '@rddp/ddp';
 import { ATOMIC_OPERAND_LENGTH, AtomicOpcode } from './atomic.js';
 import {
   OrdExceededError,
@@ -24,40 +25,60 @@ function totalLength(parts: readonly Uint8Array[]): number {
   return n;
 }
 
-/** Checks `wr` and returns the octets it moves; throws a typed error for bad caller input. */
-export function validateWorkRequest(
-  wr: RdmapWorkRequest,
-  o: {
-    readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
-    readonly ord: number;
-    readonly ordPolicy: 'queue' | 'error';
-    outstanding(): number;
-  },
-): number {
+/** The octets a work request moves (its payload, the Read size, the 8-octet atomic operand). */
+export function messageLength(wr: RdmapWorkRequest): number {
   const op = wr.op;
-  let byteLength = 0;
+  if (op.type === 'write' || op.type === 'send') return totalLength(op.payload);
+  if (op.type === 'read') return op.size;
+  return op.type === 'atomic' ? ATOMIC_OPERAND_LENGTH : 0;
+}
+
+/** ORD (RFC 5040 §6.1): a Read or Atomic Request needs a slot; with `ordPolicy: 'error'` none may wait. */
+export function checkOrd(
+  wr: RdmapWorkRequest,
+  o: { readonly ord: number; readonly ordPolicy: 'queue' | 'error'; outstanding(): number },
+): void {
+  const t = wr.op.type;
+  if (t !== 'read' && t !== 'atomic') return;
+  if (o.ord === 0 || (o.ordPolicy === 'error' && o.outstanding() >= o.ord))
+    throw new OrdExceededError(o.ord, t === 'atomic' ? 'Atomic Request' : undefined);
+}
+
+function checkPayload(parts: readonly Uint8Array[]): number {
+  if (!Array.isArray(parts)) throw new RdmapInvalidArgumentError('the payload must be an array of Uint8Arrays');
+  for (const p of parts)
+    if (!(p instanceof Uint8Array)) throw new RdmapInvalidArgumentError('payload parts must be Uint8Arrays');
+  const n = totalLength(parts);
+  if (n > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(n, RDMAP_MAX_MESSAGE);
+  return n;
+}
+
+/**
+ * Checks a caller's work request where it enters the stack (RDMAP used directly; verbs checks its own and
+ * says so with `callerChecked`); throws a typed error for bad input. DDP does not check it again.
+ */
+export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Record<RdmapExtension, boolean>>): void {
+  const op = wr.op;
   switch (op.type) {
-    case 'write':
-      byteLength = totalLength(op.payload);
-      if (op.immediate !== undefined) checkImmediate(o.extensions, op.immediate);
+    case 'write': {
+      const n = checkPayload(op.payload);
+      if (op.immediate !== undefined) checkImmediate(extensions, op.immediate);
       checkStag(op.sinkStag, 'Data Sink STag');
       checkTo(op.sinkTo, 'Data Sink TO');
-      if (byteLength > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(byteLength, RDMAP_MAX_MESSAGE);
-      if (op.sinkTo + BigInt(byteLength) > MAX_U64 + 1n)
+      if (op.sinkTo + BigInt(n) > TWO_64)
         throw new RdmapInvalidArgumentError('Data Sink TO + length wraps 2^64 (RFC 5041 §7.1)');
-      break;
+      return;
+    }
     case 'send':
-      byteLength = totalLength(op.payload);
-      if (byteLength > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(byteLength, RDMAP_MAX_MESSAGE);
+      checkPayload(op.payload);
       if (op.invalidateStag !== undefined) checkStag(op.invalidateStag, 'Invalidate STag');
-      if (op.immediate !== undefined) checkImmediate(o.extensions, op.immediate);
-      break;
+      if (op.immediate !== undefined) checkImmediate(extensions, op.immediate);
+      return;
     case 'immediate':
-      checkImmediate(o.extensions, op);
-      break;
+      checkImmediate(extensions, op);
+      return;
     case 'atomic':
-      if (!o.extensions.atomics) throw new RdmapExtensionDisabledError('atomics');
-      byteLength = ATOMIC_OPERAND_LENGTH;
+      if (!extensions.atomics) throw new RdmapExtensionDisabledError('atomics');
       if (!ATOMIC_OPCODES.includes(op.atomicOpcode))
         throw new RdmapInvalidArgumentError(
           `Atomic OpCode ${String(op.atomicOpcode)} is not FetchAdd or CmpSwap (RFC 7306: 0001b is Reserved), nor Swap`,
@@ -68,11 +89,8 @@ export function validateWorkRequest(
       if (op.addOrSwapMask !== undefined) checkTo(op.addOrSwapMask, 'Add or Swap Mask');
       if (op.compareData !== undefined) checkTo(op.compareData, 'Compare Data');
       if (op.compareMask !== undefined) checkTo(op.compareMask, 'Compare Mask');
-      if (o.ord === 0 || (o.ordPolicy === 'error' && o.outstanding() >= o.ord))
-        throw new OrdExceededError(o.ord, 'Atomic Request');
-      break;
+      return;
     case 'read':
-      byteLength = op.size;
       if (!Number.isInteger(op.size) || op.size < 0)
         throw new RdmapInvalidArgumentError(`RDMA Read Message Size ${op.size} is not a length`);
       if (op.size > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(op.size, RDMAP_MAX_MESSAGE);
@@ -80,15 +98,13 @@ export function validateWorkRequest(
       checkStag(op.srcStag, 'Data Source STag');
       checkTo(op.sinkTo, 'Data Sink TO');
       checkTo(op.srcTo, 'Data Source TO');
-      if (o.ord === 0 || (o.ordPolicy === 'error' && o.outstanding() >= o.ord)) throw new OrdExceededError(o.ord);
-      break;
+      return;
     case 'local-invalidate':
       checkStag(op.stag, 'STag');
-      break;
+      return;
     default:
       throw new RdmapInvalidArgumentError(`unknown operation ${String((op as { type: unknown }).type)}`);
   }
-  return byteLength;
 }
 
 /** Immediate Data needs the extension and a 64-bit value (RFC 7306). */

@@ -193,6 +193,7 @@ export class QueuePair extends QueuePairConveniences {
       ...(isConnection ? rdmapOptionsFromSetup(llp.setup) : {}),
       receives: early.map((r) => ({ buffer: r.buffer, receiveId: r.token })),
       role,
+      callerChecked: true, // work-requests.ts checked each work request where it entered (postSend)
       ...(options.initiatorSendsFirst !== undefined ? { initiatorSendsFirst: options.initiatorSendsFirst } : {}),
       ...(options.extensions !== undefined ? { extensions: options.extensions } : {}),
       ...(isConnection

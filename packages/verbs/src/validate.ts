@@ -1,8 +1,9 @@
 /**
  * Caller input checks at the edge of the stack: STags (32 bits, RFC 5040 §2.2), Tagged Offsets and RFC
- * 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), and the queue pair's numeric limits.
+ * 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), and the queue pair's numeric limits. Checked here
+ * once: the queue pair's RDMAP Stream (`callerChecked`) and its DDP Stream do not check them again.
  */
-import { MAX_U64 as U64_MAX } from '@rddp/ddp';
+import { TWO_64, MAX_U64 as U64_MAX } from '@rddp/ddp';
 import { InvalidWorkRequestError } from './errors.js';
 import type { RemoteBuffer } from './mr.js';
 
@@ -26,9 +27,8 @@ export function checkU64(v: bigint, what: string): bigint {
 export function checkRemote(remote: RemoteBuffer | undefined, length?: number): RemoteBuffer {
   if (remote === undefined) throw new InvalidWorkRequestError('the work request has no remote buffer');
   checkStag(remote.stag, 'remote STag');
-  if (typeof remote.to !== 'bigint' || remote.to < 0n || remote.to > U64_MAX)
-    throw new InvalidWorkRequestError(`remote TO ${String(remote.to)} is not a 64-bit unsigned bigint`);
-  if (length !== undefined && remote.to + BigInt(length) > U64_MAX + 1n)
+  checkU64(remote.to, 'remote TO');
+  if (length !== undefined && remote.to + BigInt(length) > TWO_64)
     throw new InvalidWorkRequestError('the remote TO + length wraps 2^64 (RFC 5041 §7.1)');
   return remote;
 }

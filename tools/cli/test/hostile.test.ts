@@ -177,6 +177,28 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
     await honestProgresses();
   }, 30_000);
 
+  it('RFC 5041 §7.1 / RFC 5040 §7.1 case 3: a Read Request whose Data Sink TO + size wraps 2^64 gets a Terminate (Remote Protection, TO wrap) carrying its header, not a dropped connection', async () => {
+    const raw = await handshake();
+    const v = victims.at(-1) as Victim;
+    const rr = encodeReadRequest({
+      sinkStag: 0x100,
+      sinkTo: (1n << 64n) - 16n,
+      size: 64,
+      srcStag: v.ro.stag,
+      srcTo: v.ro.addr,
+    });
+    raw.socket.write(fpdu(writer(), untagged(1, 1, 1, rr)));
+    const closed = await raw.closed;
+    expect(closed.reset).toBe(false);
+    const rx = raw.received();
+    expect(terminateOf(rx)).toEqual({ layer: 0, type: 1, code: 0x04 });
+    // Figure 8: M, D and R set; the Terminated RDMA Header is the Read Request's own 28 octets.
+    const f = rx.subarray(20);
+    expect(f[22]! & 0xe0).toBe(0xe0);
+    expect(Buffer.from(f.subarray(20 + 4 + 2 + 18, 20 + 4 + 2 + 18 + 28))).toEqual(Buffer.from(rr));
+    await honestProgresses();
+  }, 30_000);
+
   it('RFC 5041 §7.2: a Send with no receive posted gets "no buffer available"', async () => {
     const raw = await handshake();
     raw.socket.write(fpdu(writer(), untagged(3, 0, 1, new Uint8Array(8))));
