@@ -20,6 +20,7 @@ import { FpduReader, FpduWriter } from './fpdu.js';
 import { mulpduForEmss } from './markers.js';
 import type { MpaNegotiated, RtrType } from './negotiation.js';
 import { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
+import { TxBatch } from './tx-batch.js';
 
 export interface MpaStreamInit {
   readonly socket: Socket;
@@ -67,20 +68,6 @@ function gather(length: number, chunks: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** The chunks of one FPDU being written; its storage is kept from FPDU to FPDU (no array per FPDU). */
-class ChunkList {
-  readonly items: (Uint8Array | undefined)[] = [];
-  n = 0;
-  push(chunk: Uint8Array): void {
-    this.items[this.n++] = chunk;
-  }
-  /** Drops the references (the socket holds what it still needs). */
-  clear(): void {
-    for (let i = 0; i < this.n; i++) this.items[i] = undefined;
-    this.n = 0;
-  }
-}
-
 /** Ceiling on a ULPDU copied for an RTR check: the largest RTR is a 46-octet Read Request. */
 const RTR_MAX = 64;
 
@@ -95,10 +82,11 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly logger: LlpLogger;
   private readonly connectionId: string;
   private readonly fixedMulpdu: number | undefined;
-  private readonly out = new ChunkList();
-  /** `done` callbacks of FPDUs handed to the socket, in order: the socket calls write callbacks in order. */
+  /** FPDUs framed in this turn of the event loop, written together at its end (one writev). */
+  private readonly batch = new TxBatch();
+  /** `done` callbacks of FPDUs framed, in order: the socket calls write callbacks in order. */
   private readonly written: SendCallback[] = [];
-  private corked = false;
+  private flushScheduled = false;
   /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
   private txOpen: boolean;
   private heldSends: HeldSend[] = [];
@@ -284,38 +272,36 @@ export class MpaTcpStream extends BaseLlpStream {
     return this.writeFpdu(parts, length, done);
   }
 
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket.uncork();
+  private readonly flushBatch = (): void => {
+    this.flushScheduled = false;
+    if (this.batch.empty) return;
+    this.batch.flush(this.socket, this.onWritten);
+    // A sender told to wait for the batch itself hears now when the socket took it all ('drain' will not fire).
+    if (!this.socket.writableNeedDrain && this.socket.writableLength < this.hwm) this.drained();
   };
 
-  /** Frames one ULPDU and queues its chunks; the socket is corked until the end of this tick (one writev). */
+  /** Frames one ULPDU into this turn's batch; the batch goes to the socket at the end of the turn. */
   private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
-    const s = this.socket;
-    const out = this.out;
-    out.n = 0;
-    this.writer.frame(parts, length, out);
-    if (!this.corked) {
-      this.corked = true;
-      s.cork();
-      process.nextTick(this.uncork);
-    }
-    const chunks = out.items;
-    const last = out.n - 1;
-    for (let i = 0; i < last; i++) s.write(chunks[i] as Uint8Array);
+    const batch = this.batch;
+    this.writer.frame(parts, length, batch);
     if (done) {
       this.written.push(done);
-      s.write(chunks[last] as Uint8Array, this.onWritten);
-    } else s.write(chunks[last] as Uint8Array);
-    out.clear();
+      batch.endFpdu();
+    }
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      process.nextTick(this.flushBatch);
+    }
     this.sentFpdus++;
-    return s.writableLength < this.hwm;
+    return this.socket.writableLength + batch.octets < this.hwm;
   }
 
-  /** One shared write callback (no closure per FPDU): settles the oldest `done`. */
-  private readonly onWritten = (err?: Error | null): void => {
-    const done = this.written.shift();
-    done?.(err ? new StreamClosedError('the FPDU was not written', { cause: err }) : undefined);
+  /** One shared write callback: settles the oldest `fpdus` `done`s. */
+  private readonly onWritten = (err: Error | null | undefined, fpdus: number): void => {
+    for (let i = 0; i < fpdus; i++) {
+      const done = this.written.shift();
+      done?.(err ? new StreamClosedError('the FPDU was not written', { cause: err }) : undefined);
+    }
   };
 
   /** RFC 5044 §7.1.2: the Responder's first FPDU was received; what it held may go out now. */
@@ -439,6 +425,9 @@ export class MpaTcpStream extends BaseLlpStream {
   private dropSocket(reset: boolean): void {
     const s = this.socket;
     if (s.destroyed) return;
+    // FPDUs framed in this turn never reach the socket: their `done`s learn it now.
+    const unsent = this.batch.discard();
+    if (unsent > 0) this.onWritten(new StreamClosedError('the connection was dropped'), unsent);
     if (reset && (!s.writableEnded || (s.writableFinished && !this.finSeen))) s.resetAndDestroy();
     else s.destroy();
   }
@@ -480,7 +469,10 @@ export class MpaTcpStream extends BaseLlpStream {
     this.failHeld(new StreamClosedError('the ULP closed the connection'));
     this.armCloseTimer();
     // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN (once: the peer's FIN may have been answered).
-    if (!this.socket.writableEnded) this.socket.end();
+    if (!this.socket.writableEnded) {
+      this.flushBatch();
+      this.socket.end();
+    }
     this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'local' });
   }
 
@@ -516,6 +508,7 @@ export class MpaTcpStream extends BaseLlpStream {
       this.failHeld(new StreamClosedError('the peer closed the connection (FIN)'));
       if (!this.ended && !this.socket.writableEnded) {
         this.armCloseTimer();
+        this.flushBatch();
         this.socket.end();
       }
     }

@@ -16,7 +16,7 @@ import { ExtensionOpcode, RdmapOpcode, RdmapQueue } from './opcode.js';
 import { sendResponse } from './responses.js';
 import { guard, type PendingResponse, type SqEntry, type StreamState } from './stream-state.js';
 import { emitSendCompletion, onLocalBufferError, onSendFailure } from './terminate-path.js';
-import type { CompletionStatus, ImmediateData, RdmapWorkRequest } from './types.js';
+import type { CompletionStatus, ImmediateData, RdmapWorkRequest, SendCompletion } from './types.js';
 
 const MSN_MODULO = 0x1_0000_0000;
 /**
@@ -266,9 +266,12 @@ function sendImmediate(st: StreamState, imm: ImmediateData): UntaggedSend {
 /** DDP sent a Write or Send in full (§5.5 rule 14). */
 function sentInFull(st: StreamState, e: SqEntry): void {
   if (e.result !== undefined) return;
-  e.result = { status: 'success' };
+  e.result = SUCCESS;
   complete(st);
 }
+
+/** The result of every request that succeeded without a value (shared: nothing writes to a result). */
+const SUCCESS: SqEntry['result'] = Object.freeze({ status: 'success' });
 
 /** The Atomic Response of `e` was Delivered (RFC 7306): it completes with the Original Remote Data Value. */
 export function atomicCompleted(st: StreamState, e: SqEntry, original: bigint): void {
@@ -279,7 +282,7 @@ export function atomicCompleted(st: StreamState, e: SqEntry, original: bigint): 
 
 /** The Read Response of `e` was Delivered (§5.5 rule 19). */
 export function readCompleted(st: StreamState, e: SqEntry): void {
-  if (e.result === undefined) e.result = { status: 'success' };
+  if (e.result === undefined) e.result = SUCCESS;
   complete(st); // reported before anything it held back is built (its outcome is certain)
   pump(st); // a fence or ORD may have been waiting on it
 }
@@ -293,14 +296,17 @@ export function complete(st: StreamState): void {
       const head = st.inflight[0] as SqEntry;
       if (head.result === undefined) break;
       st.inflight.shift();
-      emitSendCompletion(st, {
+      const r = head.result;
+      // One object per completion, shaped alike for every request (no spread per completion).
+      const c: { -readonly [K in keyof SendCompletion]: SendCompletion[K] } = {
         kind: 'send',
         request: head.wr,
-        status: head.result.status,
-        byteLength: head.result.status === 'success' ? head.byteLength : 0,
-        ...(head.result.atomicResult !== undefined ? { atomicResult: head.result.atomicResult } : {}),
-        ...(head.result.error ? { error: head.result.error } : {}),
-      });
+        status: r.status,
+        byteLength: r.status === 'success' ? head.byteLength : 0,
+      };
+      if (r.atomicResult !== undefined) c.atomicResult = r.atomicResult;
+      if (r.error !== undefined) c.error = r.error;
+      emitSendCompletion(st, c);
     }
   } finally {
     st.completing = false;

@@ -1,0 +1,94 @@
+/**
+ * The FPDUs one event-loop turn writes, as few socket chunks as possible: pieces that lie next to each
+ * other in memory (the FpduWriter's slab: small FPDUs framed inline, one FPDU's trailer and the next one's
+ * header) are merged into one view, so the socket's writev sees one buffer per run instead of one per
+ * piece. Nothing is copied; payload parts that are not adjacent stay chunks of their own.
+ */
+import type { Socket } from 'node:net';
+import type { ChunkSink } from './fpdu.js';
+
+export class TxBatch implements ChunkSink {
+  /** Runs closed so far: views, and how many FPDUs each one ends. */
+  private readonly runs: Uint8Array[] = [];
+  private readonly ends: number[] = [];
+  private n = 0;
+  /** The open run: a piece of `buf` from `start` to `end`, ending `fpdus` FPDUs so far. */
+  private buf: ArrayBufferLike | undefined;
+  private first: Uint8Array | undefined;
+  private start = 0;
+  private end = 0;
+  private fpdus = 0;
+  /** Octets held, not yet given to the socket. */
+  octets = 0;
+
+  push(chunk: Uint8Array): void {
+    const len = chunk.byteLength;
+    if (len === 0) return;
+    this.octets += len;
+    if (chunk.buffer === this.buf && chunk.byteOffset === this.end) {
+      this.end += len;
+      return;
+    }
+    this.close();
+    this.buf = chunk.buffer;
+    this.first = chunk;
+    this.start = chunk.byteOffset;
+    this.end = this.start + len;
+  }
+
+  /** The FPDU whose chunks were pushed last has a `done`: it settles once the run holding its end is written. */
+  endFpdu(): void {
+    this.fpdus++;
+  }
+
+  get empty(): boolean {
+    return this.n === 0 && this.buf === undefined;
+  }
+
+  private close(): void {
+    const f = this.first;
+    if (f === undefined) return;
+    const whole = this.start === f.byteOffset && this.end === f.byteOffset + f.byteLength;
+    this.runs[this.n] = whole ? f : new Uint8Array(this.buf as ArrayBuffer, this.start, this.end - this.start);
+    this.ends[this.n++] = this.fpdus;
+    this.fpdus = 0;
+    this.first = undefined;
+    this.buf = undefined;
+  }
+
+  /** Drops what is held (the socket is going); returns how many FPDUs with a `done` it held. */
+  discard(): number {
+    this.close();
+    let k = 0;
+    for (let i = 0; i < this.n; i++) {
+      k += this.ends[i] as number;
+      this.runs[i] = EMPTY;
+    }
+    this.n = 0;
+    this.octets = 0;
+    return k;
+  }
+
+  /**
+   * Gives the runs to `socket` in one corked write (one writev). `onWritten(err, k)` is called, in order,
+   * as each run that ends `k > 0` FPDUs with a `done` is written.
+   */
+  flush(socket: Socket, onWritten: (err: Error | null | undefined, fpdus: number) => void): void {
+    this.close();
+    const n = this.n;
+    if (n === 0) return;
+    this.n = 0;
+    this.octets = 0;
+    socket.cork();
+    for (let i = 0; i < n; i++) {
+      const run = this.runs[i] as Uint8Array;
+      const k = this.ends[i] as number;
+      this.runs[i] = EMPTY;
+      if (k > 0) socket.write(run, (err) => onWritten(err, k));
+      else socket.write(run);
+    }
+    socket.uncork();
+  }
+}
+
+const EMPTY = new Uint8Array(0);
