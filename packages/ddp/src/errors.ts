@@ -1,49 +1,29 @@
 /** Errors DDP raises to its caller, one class per condition with a stable `code` (errors from the peer are events: `error$`). */
-import { RddpAbortError, RddpError, RddpInvalidArgumentError } from '@rddp/llp';
+import { abortErrorClass, codedError, invalidArgumentErrorClass, RddpError } from '@rddp/llp';
 
 /** Base class of DDP's errors; an `RddpError` like every rddp error. */
 export abstract class DdpError extends RddpError {}
 
 /** A caller passed a value outside its field's range (QN, STag, RsvdULP, TO, buffer). */
-export class DdpInvalidArgumentError extends DdpError {
-  readonly code = 'ERR_DDP_INVALID_ARGUMENT';
-  static {
-    RddpInvalidArgumentError.join(DdpInvalidArgumentError);
-  }
-}
+export class DdpInvalidArgumentError extends invalidArgumentErrorClass(DdpError, 'ERR_DDP_INVALID_ARGUMENT') {}
 
 /** The DDP Stream is closed (or its LLP stream ended) and cannot carry the operation. */
-export class DdpStreamClosedError extends DdpError {
-  readonly code = 'ERR_DDP_STREAM_CLOSED';
-}
+export class DdpStreamClosedError extends codedError(DdpError, 'ERR_DDP_STREAM_CLOSED') {}
 
 /** The LLP cannot carry DDP as configured (RFC 5041 §3), e.g. its MULPDU is smaller than a DDP header. */
-export class DdpLlpUnsuitableError extends DdpError {
-  readonly code = 'ERR_DDP_LLP_UNSUITABLE';
-}
+export class DdpLlpUnsuitableError extends codedError(DdpError, 'ERR_DDP_LLP_UNSUITABLE') {}
 
 /** An STag given to the STag table does not name a registered region. */
-export class UnknownStagError extends DdpError {
-  readonly code = 'ERR_DDP_UNKNOWN_STAG';
-}
+export class UnknownStagError extends codedError(DdpError, 'ERR_DDP_UNKNOWN_STAG') {}
 
 /** The STag table has no free index left (24-bit STag index space, or the table's configured limit). */
-export class StagTableFullError extends DdpError {
-  readonly code = 'ERR_DDP_STAG_TABLE_FULL';
-}
+export class StagTableFullError extends codedError(DdpError, 'ERR_DDP_STAG_TABLE_FULL') {}
 
 /** The DDP transmit queue holds `maxSendQueue` messages not yet handed to the LLP: the caller must wait. */
-export class DdpSendQueueFullError extends DdpError {
-  readonly code = 'ERR_DDP_SEND_QUEUE_FULL';
-}
+export class DdpSendQueueFullError extends codedError(DdpError, 'ERR_DDP_SEND_QUEUE_FULL') {}
 
 /** A send was aborted by its AbortSignal before all of its segments were handed to the LLP. */
-export class DdpAbortError extends DdpError {
-  readonly code = 'ERR_DDP_ABORTED';
-  static {
-    RddpAbortError.join(DdpAbortError);
-  }
-}
+export class DdpAbortError extends abortErrorClass(DdpError, 'ERR_DDP_ABORTED') {}
 
 export type DdpErrorCode =
   | DdpInvalidArgumentError['code']

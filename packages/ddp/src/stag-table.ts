@@ -134,29 +134,31 @@ export class StagTable implements StagTableApi {
     return r && r.stag === stag >>> 0 ? r : undefined;
   }
 
-  /** Invalidates `stag` (local invalidation, or remote by Send with Invalidate, RFC 5040 §5.3). */
-  invalidate(stag: number): MemoryRegion {
+  /** The region `stag` names (exact key match), valid or not; `UnknownStagError` if none. */
+  private registered(stag: number): Region {
     const r = this.regions.get(stag >>> 8);
     if (!r || r.stag !== stag >>> 0)
       throw new UnknownStagError(`STag 0x${(stag >>> 0).toString(16)} is not registered`);
+    return r;
+  }
+
+  /** Invalidates `stag` (local invalidation, or remote by Send with Invalidate, RFC 5040 §5.3). */
+  invalidate(stag: number): MemoryRegion {
+    const r = this.registered(stag);
     r.valid = false;
     return r;
   }
 
   /** Makes an invalidated `stag` valid again (a re-registration keeping the STag). */
   revalidate(stag: number): MemoryRegion {
-    const r = this.regions.get(stag >>> 8);
-    if (!r || r.stag !== stag >>> 0)
-      throw new UnknownStagError(`STag 0x${(stag >>> 0).toString(16)} is not registered`);
+    const r = this.registered(stag);
     r.valid = true;
     return r;
   }
 
   /** Removes `stag`; its index is quarantined, and reused only later and with another key. */
   deregister(stag: number): void {
-    const r = this.regions.get(stag >>> 8);
-    if (!r || r.stag !== stag >>> 0)
-      throw new UnknownStagError(`STag 0x${(stag >>> 0).toString(16)} is not registered`);
+    const r = this.registered(stag);
     r.valid = false;
     this.regions.delete(stag >>> 8);
     this.registeredBytes -= r.length;

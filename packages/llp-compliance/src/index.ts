@@ -25,6 +25,7 @@ import {
   type Ulpdu,
   UlpduTooLargeError,
 } from '@rddp/llp';
+import { pattern } from '@rddp/llp/testing';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, type TestContext, it as vitestIt } from 'vitest';
 
@@ -131,16 +132,6 @@ export function collect(stream: LlpStream): {
       });
     },
   };
-}
-
-function pattern(length: number, seed: number): Uint8Array {
-  const b = new Uint8Array(length);
-  let x = (seed * 2654435761) >>> 0;
-  for (let i = 0; i < length; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    b[i] = x >>> 24;
-  }
-  return b;
 }
 
 /** Equal in order on an ordered LLP; equal as multisets on an unordered one (DDPP core draft §3.2). */

@@ -32,7 +32,7 @@ export interface LoopbackStreamOptions {
 export class LoopbackStream extends BaseLlpStream {
   peer!: LoopbackStream;
   /** Called when this stream has closed, so the connection can tell when all its streams are done. */
-  onClosed: (() => void) | undefined;
+  onClosed: ((event: LlpCloseEvent) => void) | undefined;
 
   private readonly inbound: InFlight[] = [];
   private paused = true;
@@ -115,7 +115,7 @@ export class LoopbackStream extends BaseLlpStream {
         error: new ConnectionAbortedError('loopback peer aborted the stream', { cause: this.abortReason }),
       });
     }
-    this.onClosed?.();
+    this.onClosed?.(event);
   }
 
   /** The peer ended this side (its abort, or an injected fault). */

@@ -1,15 +1,14 @@
 import {
   AddressInUseError,
+  BaseLlpListener,
   ConnectionRefusedError,
   ConnectionRejectedError,
-  HeldSubject,
-  InvalidArgumentError,
+  checkPrivateData,
+  checkStreamCount,
   type LlpAddress,
   type LlpCapabilities,
-  type LlpConnectDecision,
   type LlpConnection,
   type LlpConnectOptions,
-  type LlpError,
   type LlpListener,
   type LlpListenOptions,
   LlpTimeoutError,
@@ -17,10 +16,14 @@ import {
   throwIfAborted,
   withAbort,
 } from '@rddp/llp';
-import { type Observable, Subject } from 'rxjs';
 import { LoopbackConnection } from './connection.js';
 import type { LoopbackFaults } from './faults.js';
-import { defaultNetwork, type LoopbackNetwork } from './network.js';
+import {
+  defaultNetwork,
+  type LoopbackConnectAnswer,
+  type LoopbackListenerEntry,
+  type LoopbackNetwork,
+} from './network.js';
 import { LoopbackStream } from './stream.js';
 
 export interface LoopbackOptions {
@@ -51,11 +54,33 @@ export function loopbackCapabilities(options: LoopbackOptions = {}): LlpCapabili
   };
 }
 
-interface ListenerEntry extends LlpListener {
-  accept(
-    from: LlpAddress,
-    options: LlpConnectOptions,
-  ): Promise<{ decision: LlpConnectDecision; deliver(c: LlpConnection): void }>;
+/** A listener registered in its network under `key`; connect requests reach it through `request`. */
+class LoopbackListener extends BaseLlpListener implements LoopbackListenerEntry {
+  constructor(
+    readonly address: LlpAddress,
+    private readonly network: LoopbackNetwork,
+    private readonly key: string,
+    private readonly options: LlpListenOptions,
+  ) {
+    super();
+    network.listeners.set(key, this);
+    this.closeOnAbort(options);
+  }
+
+  protected stopListening(): void {
+    this.network.listeners.delete(this.key);
+  }
+
+  /** The ULP's decision on a connect request from `from`; `deliver` hands it the responder's end. */
+  async request(from: LlpAddress, opts: LlpConnectOptions): Promise<LoopbackConnectAnswer> {
+    const decide = this.options.onConnectRequest ?? (() => ({ accept: true }) as const);
+    const decision = await decide({
+      remoteAddress: from,
+      privateData: opts.privateData ?? new Uint8Array(0),
+      params: opts.params ?? {},
+    });
+    return { decision, deliver: (c) => this.accept(c) };
+  }
 }
 
 /** Builds the two ends of a connection: stream i of one end is the peer of stream i of the other. */
@@ -100,15 +125,6 @@ function makePair(
   ];
 }
 
-function checkPrivateData(pd: Uint8Array | undefined): Uint8Array {
-  const data = pd ?? new Uint8Array(0);
-  if (data.byteLength > LOOPBACK_MAX_PRIVATE_DATA)
-    throw new InvalidArgumentError(
-      `private data of ${data.byteLength} octets exceeds the loopback limit of ${LOOPBACK_MAX_PRIVATE_DATA}`,
-    );
-  return data;
-}
-
 class LoopbackTransport implements LlpTransport {
   readonly name = 'loopback';
   readonly capabilities: LlpCapabilities;
@@ -122,15 +138,13 @@ class LoopbackTransport implements LlpTransport {
 
   async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<LlpConnection> {
     throwIfAborted(options.signal);
-    const privateData = checkPrivateData(options.privateData);
-    const count = options.streams ?? this.options.streams ?? 1;
-    if (!Number.isInteger(count) || count < 1)
-      throw new InvalidArgumentError(`streams must be a positive integer, got ${count}`);
-    const entry = this.network.listeners.get(this.network.key(address.host, address.port)) as ListenerEntry | undefined;
+    const privateData = checkPrivateData(options.privateData, LOOPBACK_MAX_PRIVATE_DATA);
+    const count = checkStreamCount(options.streams ?? this.options.streams ?? 1);
+    const entry = this.network.listeners.get(this.network.key(address.host, address.port));
     if (!entry) throw new ConnectionRefusedError(`no loopback listener at ${address.host}:${address.port}`);
     const local: LlpAddress = { host: 'loopback-client', port: ++this.clientPorts };
     let timer: NodeJS.Timeout | undefined;
-    const attempt = entry.accept(local, { ...options, privateData, streams: count });
+    const attempt = entry.request(local, { ...options, privateData, streams: count });
     const timed =
       options.timeoutMs === undefined
         ? attempt
@@ -147,7 +161,7 @@ class LoopbackTransport implements LlpTransport {
       const { decision, deliver } = await withAbort(timed, options.signal);
       if (!decision.accept)
         throw new ConnectionRejectedError('the responder rejected the connection', decision.privateData);
-      const responderPd = checkPrivateData(decision.privateData);
+      const responderPd = checkPrivateData(decision.privateData, LOOPBACK_MAX_PRIVATE_DATA);
       const [mine, theirs] = makePair(this.options, count, local, entry.address, privateData, responderPd, {
         ...(options.params ?? {}),
         ...(decision.params ?? {}),
@@ -165,34 +179,7 @@ class LoopbackTransport implements LlpTransport {
     const port = address.port ? address.port : this.network.freePort(host);
     const key = this.network.key(host, port);
     if (this.network.listeners.has(key)) throw new AddressInUseError(`loopback address ${key} is in use`);
-    const connections = new HeldSubject<LlpConnection>();
-    const errors = new Subject<LlpError>();
-    const network = this.network;
-    let closed = false;
-    const entry: ListenerEntry = {
-      address: { host, port },
-      connections$: connections.observable,
-      errors$: errors.asObservable() as Observable<LlpError>,
-      async close() {
-        if (closed) return;
-        closed = true;
-        network.listeners.delete(key);
-        connections.complete();
-        errors.complete();
-      },
-      async accept(from, opts) {
-        const decide = options.onConnectRequest ?? (() => ({ accept: true }) as const);
-        const decision = await decide({
-          remoteAddress: from,
-          privateData: opts.privateData ?? new Uint8Array(0),
-          params: opts.params ?? {},
-        });
-        return { decision, deliver: (c) => connections.next(c) };
-      },
-    };
-    network.listeners.set(key, entry);
-    options.signal?.addEventListener('abort', () => void entry.close(), { once: true });
-    return entry;
+    return new LoopbackListener({ host, port }, this.network, key, options);
   }
 }
 
@@ -211,8 +198,8 @@ export async function createLoopbackPair(
     count,
     { host: 'loopback-client', port: 1 },
     { host: 'loopback-server', port: 1 },
-    checkPrivateData(options.privateData),
-    checkPrivateData(options.responderPrivateData),
+    checkPrivateData(options.privateData, LOOPBACK_MAX_PRIVATE_DATA),
+    checkPrivateData(options.responderPrivateData, LOOPBACK_MAX_PRIVATE_DATA),
     {},
   );
 }

@@ -9,12 +9,12 @@ import type {
   LlpCloseEvent,
   LlpConnection,
   LlpError,
-  LlpLogger,
   LlpSetupInfo,
   LlpStreamState,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
 import { type MpaNegotiated, maxUlpPrivateData } from './negotiation.js';
+import { emssFor, type ResolvedTransportOptions } from './options.js';
 import { MpaTcpStream } from './stream.js';
 
 let nextId = 1;
@@ -39,17 +39,8 @@ export interface MpaConnectionInit {
   readonly negotiated: MpaNegotiated;
   readonly localPrivateData: Uint8Array;
   readonly remotePrivateData: Uint8Array;
-  readonly emss: number;
-  readonly mulpdu?: number;
-  readonly highWaterMark: number;
-  readonly closeTimeoutMs: number;
-  readonly inlineThreshold?: number;
-  readonly keepAliveMs?: number;
-  readonly idleTimeoutMs?: number;
-  readonly fpduTimeoutMs?: number;
-  readonly maxUlpduLength?: number;
-  readonly tolerateEarlyResponderFpdu?: boolean;
-  readonly logger: LlpLogger;
+  /** The transport's options: the stream's EMSS policy, buffer, timers, limits and logger. */
+  readonly options: ResolvedTransportOptions;
 }
 
 export class MpaTcpConnection implements LlpConnection {
@@ -86,21 +77,22 @@ export class MpaTcpConnection implements LlpConnection {
           }
         : {}),
     };
+    const o = init.options;
     this.stream = new MpaTcpStream({
       socket: s,
       role: init.role,
       negotiated: init.negotiated,
-      emss: init.emss,
-      ...(init.mulpdu !== undefined ? { mulpdu: init.mulpdu } : {}),
-      highWaterMark: init.highWaterMark,
-      closeTimeoutMs: init.closeTimeoutMs,
-      ...(init.inlineThreshold !== undefined ? { inlineThreshold: init.inlineThreshold } : {}),
-      ...(init.keepAliveMs !== undefined ? { keepAliveMs: init.keepAliveMs } : {}),
-      ...(init.idleTimeoutMs !== undefined ? { idleTimeoutMs: init.idleTimeoutMs } : {}),
-      ...(init.fpduTimeoutMs !== undefined ? { fpduTimeoutMs: init.fpduTimeoutMs } : {}),
-      ...(init.maxUlpduLength !== undefined ? { maxUlpduLength: init.maxUlpduLength } : {}),
-      ...(init.tolerateEarlyResponderFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
-      logger: init.logger,
+      emss: emssFor(o.emss, s.remoteAddress, s.remoteFamily),
+      ...(o.mulpdu !== undefined ? { mulpdu: o.mulpdu } : {}),
+      highWaterMark: o.highWaterMark,
+      closeTimeoutMs: o.closeTimeoutMs,
+      inlineThreshold: o.inlineThreshold,
+      keepAliveMs: o.keepAliveMs,
+      idleTimeoutMs: o.idleTimeoutMs,
+      fpduTimeoutMs: o.fpduTimeoutMs,
+      maxUlpduLength: o.maxUlpduLength,
+      tolerateEarlyResponderFpdu: o.tolerateEarlyResponderFpdu,
+      logger: o.logger,
       connectionId: this.id,
     });
     this.streams = [this.stream];

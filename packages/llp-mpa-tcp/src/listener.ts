@@ -28,7 +28,7 @@ import {
   type ResponderOffer,
   resolveParams,
 } from './negotiation.js';
-import { emssFor, type ResolvedTransportOptions } from './options.js';
+import type { ResolvedTransportOptions } from './options.js';
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
@@ -241,16 +241,7 @@ export class MpaTcpListener extends BaseLlpListener {
         negotiated,
         localPrivateData: localPd,
         remotePrivateData: offer.ulpPrivateData,
-        emss: emssFor(this.options.emss, socket.remoteAddress, socket.remoteFamily),
-        ...(this.options.mulpdu !== undefined ? { mulpdu: this.options.mulpdu } : {}),
-        highWaterMark: this.options.highWaterMark,
-        closeTimeoutMs: this.options.closeTimeoutMs,
-        inlineThreshold: this.options.inlineThreshold,
-        keepAliveMs: this.options.keepAliveMs,
-        idleTimeoutMs: this.options.idleTimeoutMs,
-        fpduTimeoutMs: this.options.fpduTimeoutMs,
-        maxUlpduLength: this.options.maxUlpduLength,
-        logger: this.options.logger,
+        options: this.options,
       });
       conn = c;
       socket.write(reply);

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { LLP_LOGGER, LLP_TRANSPORT, LLP_TRANSPORT_OPTIONS, type LlpLogger, type LlpTransport } from '@rddp/llp';
+import { containerTransportOptions, LLP_TRANSPORT, type LlpTransport } from '@rddp/llp';
 import { ContainerModule } from 'inversify';
 import type { MpaTcpOptions } from './options.js';
 import { mpaTcp } from './transport.js';
@@ -12,11 +12,7 @@ import { mpaTcp } from './transport.js';
 export function mpaTcpModule(options: MpaTcpOptions = {}): ContainerModule {
   return new ContainerModule(({ bind }) => {
     bind<LlpTransport>(LLP_TRANSPORT)
-      .toDynamicValue((ctx) => {
-        const bound = ctx.get<MpaTcpOptions>(LLP_TRANSPORT_OPTIONS, { optional: true }) ?? {};
-        const logger = options.logger ?? bound.logger ?? ctx.get<LlpLogger>(LLP_LOGGER, { optional: true });
-        return mpaTcp({ ...bound, ...options, ...(logger ? { logger } : {}) });
-      })
+      .toDynamicValue((ctx) => mpaTcp(containerTransportOptions(ctx, options)))
       .inSingletonScope();
   });
 }

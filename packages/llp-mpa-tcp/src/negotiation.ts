@@ -81,6 +81,18 @@ export type MpaNegotiated = {
   readonly peerOrd?: number;
 };
 
+/** Both ends of an RDMAC-profile connection (Rev 0, RFC 5044 Appendix C): Markers and CRC both ways, no RFC 6581. */
+const RDMAC_NEGOTIATED: MpaNegotiated = Object.freeze({
+  revision: 0,
+  rdmac: true,
+  crc: true,
+  markersRx: true,
+  markersTx: true,
+  enhanced: false,
+  p2p: false,
+  rtr: false,
+});
+
 const RTR_ORDER: readonly RtrType[] = ['write', 'read', 'send'];
 
 export const INITIATOR_DEFAULTS: ResolvedMpaParams = {
@@ -304,21 +316,11 @@ export function evaluateRequest(req: MpaFrame, p: ResolvedMpaParams): RequestOut
   const ulpPd = ulpPrivateData(req);
 
   if (rdmac) {
-    const negotiated: MpaNegotiated = {
-      revision: 0,
-      rdmac: true,
-      crc: true,
-      markersRx: true,
-      markersTx: true,
-      enhanced: false,
-      p2p: false,
-      rtr: false,
-    };
     return {
       kind: 'offer',
       offer: {
         request: req,
-        negotiated,
+        negotiated: RDMAC_NEGOTIATED,
         ulpPrivateData: ulpPd,
         requested,
         replyBase: { kind: 'reply', markers: true, crc: true, revision: 0 },
@@ -458,16 +460,7 @@ export function evaluateReply(sent: SentRequest, rep: MpaFrame): ReplyOutcome {
     return {
       kind: 'accepted',
       ulpPrivateData: rep.privateData,
-      negotiated: {
-        revision: 0,
-        rdmac: true,
-        crc: true,
-        markersRx: true,
-        markersTx: true,
-        enhanced: false,
-        p2p: false,
-        rtr: false,
-      },
+      negotiated: RDMAC_NEGOTIATED,
     };
   }
   if (rev > p.revision)

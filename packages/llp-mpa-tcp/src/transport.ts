@@ -9,6 +9,7 @@ import {
   ConnectionAbortedError,
   ConnectionRefusedError,
   ConnectionRejectedError,
+  checkStreamCount,
   InvalidArgumentError,
   type LlpAddress,
   LlpAddressResolutionError,
@@ -26,7 +27,7 @@ import { encodeFrame } from './frames.js';
 import { FrameCollector } from './handshake.js';
 import { MpaTcpListener } from './listener.js';
 import { buildRequest, evaluateReply, resolveParams } from './negotiation.js';
-import { emssFor, type MpaTcpOptions, type ResolvedTransportOptions, resolveTransportOptions } from './options.js';
+import { type MpaTcpOptions, type ResolvedTransportOptions, resolveTransportOptions } from './options.js';
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
@@ -53,8 +54,7 @@ export class MpaTcpTransport implements LlpTransport {
   connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<MpaTcpConnection> {
     try {
       throwIfAborted(options.signal);
-      if (options.streams !== undefined && (!Number.isInteger(options.streams) || options.streams < 1))
-        throw new InvalidArgumentError(`streams must be a positive integer, got ${options.streams}`);
+      if (options.streams !== undefined) checkStreamCount(options.streams);
       if (options.timeoutMs !== undefined && !(options.timeoutMs > 0))
         throw new InvalidArgumentError(`timeoutMs must be positive, got ${options.timeoutMs}`);
       const params = resolveParams(options.params, this.options.initiator);
@@ -161,17 +161,7 @@ export class MpaTcpTransport implements LlpTransport {
           negotiated: n,
           localPrivateData: localPd,
           remotePrivateData: outcome.ulpPrivateData,
-          emss: emssFor(o.emss, socket.remoteAddress, socket.remoteFamily),
-          ...(o.mulpdu !== undefined ? { mulpdu: o.mulpdu } : {}),
-          highWaterMark: o.highWaterMark,
-          closeTimeoutMs: o.closeTimeoutMs,
-          inlineThreshold: o.inlineThreshold,
-          keepAliveMs: o.keepAliveMs,
-          idleTimeoutMs: o.idleTimeoutMs,
-          fpduTimeoutMs: o.fpduTimeoutMs,
-          maxUlpduLength: o.maxUlpduLength,
-          tolerateEarlyResponderFpdu: o.tolerateEarlyResponderFpdu,
-          logger: o.logger,
+          options: o,
         });
         o.logger.debug('mpa.established', { connection: conn.id, role: 'initiator', negotiated: n });
         // RFC 6581: in peer-to-peer mode the RTR is the Initiator's first FPDU.

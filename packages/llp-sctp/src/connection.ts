@@ -30,7 +30,7 @@ import {
   withAbort,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
-import type { RtoParameters } from './options.js';
+import type { ResolvedOptions, RtoParameters } from './options.js';
 import { type PkgAssociation, peerOutboundStreams, shimAssociation } from './pkg.js';
 import {
   decodeSessionControl,
@@ -58,6 +58,20 @@ export interface ConnectionTuning {
   readonly maxBatch: number;
   /** RTO.Initial, RTO.Min, RTO.Max for the association (RFC 4960 §15). */
   readonly rto: RtoParameters;
+}
+
+/** The tuning of every connection a transport (or its listener) with these options makes. */
+export function connectionTuning(o: ResolvedOptions): ConnectionTuning {
+  return {
+    mulpdu: o.mulpdu,
+    pmtu: o.pmtu,
+    maxPrivateData: o.maxPrivateData,
+    shutdownTimeoutMs: o.shutdownTimeoutMs,
+    closeTimeoutMs: o.closeTimeoutMs,
+    deadPeerTimeoutMs: o.deadPeerTimeoutMs,
+    maxBatch: Math.max(o.mulpdu, 64 * 1024),
+    rto: o.rto,
+  };
 }
 
 export interface ConnectionConfig {
@@ -95,9 +109,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
   /** Counters for tests and debug logs. */
   readonly stats = { invalidStreamId: 0 };
 
-  private readonly association: PkgAssociation;
-  private readonly tuning: ConnectionTuning;
-  private readonly logger: LlpLogger;
   private readonly config: ConnectionConfig;
   private queue: SendQueue | undefined;
   private phase: Phase = 'associating';
@@ -119,9 +130,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.capabilities = config.capabilities;
     this.localAddress = config.localAddress;
     this.remoteAddress = config.remoteAddress;
-    this.association = config.association;
-    this.tuning = config.tuning;
-    this.logger = config.logger;
     shimAssociation(this.association, this.tuning.pmtu, this.tuning.rto);
     const a = this.association;
     a.on('COMMUNICATION UP', () => this.onUp());
@@ -154,6 +162,16 @@ export class SctpConnection implements LlpConnection, StreamHost {
 
   get closed$(): Observable<LlpCloseEvent> {
     return this.closedSubject.observable;
+  }
+
+  private get association(): PkgAssociation {
+    return this.config.association;
+  }
+  private get tuning(): ConnectionTuning {
+    return this.config.tuning;
+  }
+  private get logger(): LlpLogger {
+    return this.config.logger;
   }
 
   /** The association's TCB, for tests and diagnostics. */

@@ -13,20 +13,18 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import {
-  HeldSubject,
+  BaseLlpListener,
+  checkPrivateData,
   InvalidArgumentError,
   type LlpAddress,
   type LlpCapabilities,
   type LlpConnectDecision,
-  type LlpConnection,
   type LlpError,
-  type LlpListener,
   type LlpListenOptions,
   LlpProtocolError,
   LlpTimeoutError,
 } from '@rddp/llp';
-import { type Observable, Subject } from 'rxjs';
-import { SctpConnection } from './connection.js';
+import { connectionTuning, SctpConnection } from './connection.js';
 import { verifySctpChecksum } from './crc32c.js';
 import type { ResolvedOptions } from './options.js';
 import { type PeerAddress, PeerPath, type Wire } from './paths.js';
@@ -63,10 +61,8 @@ export interface OutOfTheBlueDiscards {
 
 let nextId = 0;
 
-export class SctpListener implements LlpListener {
+export class SctpListener extends BaseLlpListener {
   readonly address: LlpAddress;
-  private readonly held = new HeldSubject<LlpConnection>();
-  private readonly errors = new Subject<LlpError>();
   private readonly peers = new Map<string, PeerState>();
   private readonly acceptedConnections = new WeakSet<SctpConnection>();
   private readonly secret = randomBytes(32);
@@ -81,7 +77,6 @@ export class SctpListener implements LlpListener {
   private readonly stateless: PeerPath;
   /** The source of the packet `stateless` is handling (it answers synchronously). */
   private target: PeerAddress | undefined;
-  private closing = false;
   private wireClosed = false;
 
   constructor(
@@ -91,6 +86,7 @@ export class SctpListener implements LlpListener {
     private readonly aRwnd: number,
     private readonly listen: LlpListenOptions,
   ) {
+    super();
     this.address = { host: wire.localHost, port: wire.localPort };
     this.stateless = new PeerPath(
       (packet, cb) => {
@@ -101,24 +97,17 @@ export class SctpListener implements LlpListener {
       { host: wire.localHost, port: 0 },
       { localPort: wire.localPort, streams: options.maxStreams, aRwnd },
       {
-        refused: (e) => this.errors.next(e),
+        refused: (e) => this.reportError(e),
         packageError: (e) =>
-          this.errors.next(new LlpProtocolError(`the sctp package failed on an INIT: ${(e as Error)?.message ?? e}`)),
-        violation: (text) => this.errors.next(new LlpProtocolError(text)),
+          this.reportError(new LlpProtocolError(`the sctp package failed on an INIT: ${(e as Error)?.message ?? e}`)),
+        violation: (text) => this.reportError(new LlpProtocolError(text)),
       },
     );
     this.stateless.socket.tap = options.trace;
     setCookieSecret(this.stateless.endpoint, this.secret);
     // Only INITs reach it; should the package still make an association there, it is not ours.
     this.stateless.endpoint.on('association', (a: PkgAssociation) => a.ABORT());
-    listen.signal?.addEventListener('abort', () => void this.close(), { once: true });
-  }
-
-  get connections$(): Observable<LlpConnection> {
-    return this.held.observable;
-  }
-  get errors$(): Observable<LlpError> {
-    return this.errors.asObservable();
+    this.closeOnAbort(listen);
   }
 
   /** Peers (UDP sources; raw: IP addresses) with state: at most `maxPendingPeers`. */
@@ -145,16 +134,12 @@ export class SctpListener implements LlpListener {
     // The checksum and the Verification Tag (RFC 4960 §6.8, §8.5) are checked in paths.ts; nothing here
     // is armed by a packet, so a bad one extends nothing.
     if (state) state.path.socket.receive(packet);
-    else if (!this.closing) this.outOfTheBlue(packet, peer, key);
+    else if (!this.closed) this.outOfTheBlue(packet, peer, key);
   }
 
-  async close(): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
+  protected stopListening(): void {
     this.stateless.destroy();
     for (const s of [...this.peers.values()]) if (s.connections.size === 0) this.dropPeer(s);
-    this.held.complete();
-    this.errors.complete();
     this.maybeCloseWire();
   }
 
@@ -229,7 +214,7 @@ export class SctpListener implements LlpListener {
       peer,
       { localPort: this.wire.localPort, streams: this.options.maxStreams, aRwnd: this.aRwnd },
       {
-        refused: (e) => this.errors.next(e),
+        refused: (e) => this.reportError(e),
         packageError: (e, packet) => this.packageError(state, e, packet),
         violation: (text, packet) => this.violation(state, text, packet),
       },
@@ -252,7 +237,7 @@ export class SctpListener implements LlpListener {
     const h = commonHeader(packet);
     const hit = [...state.connections].find((c) => h && c.sctpAssociation.remotePort === h.srcPort);
     if (hit) hit.violation(text);
-    else this.errors.next(new LlpProtocolError(text, cause === undefined ? undefined : { cause }));
+    else this.reportError(new LlpProtocolError(text, cause === undefined ? undefined : { cause }));
   }
 
   private onAssociation(state: PeerState, association: PkgAssociation): void {
@@ -263,16 +248,7 @@ export class SctpListener implements LlpListener {
       capabilities: this.capabilities,
       localAddress: this.address,
       remoteAddress: { host: state.path.peer.host, port: state.path.peer.port },
-      tuning: {
-        mulpdu: this.options.mulpdu,
-        pmtu: this.options.pmtu,
-        maxPrivateData: this.options.maxPrivateData,
-        shutdownTimeoutMs: this.options.shutdownTimeoutMs,
-        closeTimeoutMs: this.options.closeTimeoutMs,
-        deadPeerTimeoutMs: this.options.deadPeerTimeoutMs,
-        maxBatch: Math.max(this.options.mulpdu, 64 * 1024),
-        rto: this.options.rto,
-      },
+      tuning: connectionTuning(this.options),
       logger: this.options.logger,
       onEnded: () => {
         state.connections.delete(conn);
@@ -281,7 +257,7 @@ export class SctpListener implements LlpListener {
       },
     });
     state.connections.add(conn);
-    if (this.closing) {
+    if (this.closed) {
       conn.fail(new InvalidArgumentError('the listener is closed'));
       return;
     }
@@ -307,24 +283,19 @@ export class SctpListener implements LlpListener {
           })
         : { accept: true };
       clearTimeout(timer);
-      const pd = decision.privateData ?? new Uint8Array(0);
-      if (pd.byteLength > this.options.maxPrivateData) {
-        throw new InvalidArgumentError(
-          `responder private data of ${pd.byteLength} octets exceeds maxPrivateData ${this.options.maxPrivateData}`,
-        );
-      }
+      const pd = checkPrivateData(decision.privateData, this.options.maxPrivateData);
       if (!decision.accept) {
         conn.reject(pd);
         return;
       }
       conn.accept(pd, remotePrivateData);
       this.acceptedConnections.add(conn);
-      this.held.next(conn);
+      this.accept(conn);
     } catch (e) {
       clearTimeout(timer);
       const error = e as LlpError;
       conn.fail(error);
-      if (!this.closing) this.errors.next(error);
+      this.reportError(error);
     }
   }
 
@@ -334,7 +305,7 @@ export class SctpListener implements LlpListener {
   }
 
   private maybeCloseWire(): void {
-    if (!this.closing || this.wireClosed) return;
+    if (!this.closed || this.wireClosed) return;
     for (const s of this.peers.values()) if (s.connections.size > 0) return;
     this.wireClosed = true;
     this.wire.close();

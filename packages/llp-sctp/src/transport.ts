@@ -2,14 +2,16 @@
  * `sctp(options)`: the LLP transport of DDP over SCTP (RFC 5043), on the npm `sctp` package.
  */
 import {
-  AddressInUseError,
+  bindError,
   ConnectionRefusedError,
+  checkConnectPort,
+  checkPrivateData,
+  checkStreamCount,
   InvalidArgumentError,
   isLlpError,
   LlpAbortError,
   type LlpAddress,
   type LlpCapabilities,
-  type LlpConnection,
   type LlpConnectOptions,
   type LlpError,
   type LlpListener,
@@ -19,7 +21,7 @@ import {
   type LlpTransport,
   throwIfAborted,
 } from '@rddp/llp';
-import { type ConnectionTuning, SctpConnection } from './connection.js';
+import { connectionTuning, SctpConnection } from './connection.js';
 import { SctpListener } from './listener.js';
 import {
   grantedRecvBuffer,
@@ -51,24 +53,12 @@ export class SctpTransport implements LlpTransport {
     };
   }
 
-  async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<LlpConnection> {
+  async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<SctpConnection> {
     throwIfAborted(options.signal);
     const o = this.options;
-    const streams = options.streams ?? 1;
-    if (!Number.isInteger(streams) || streams < 1 || streams > o.maxStreams) {
-      throw new InvalidArgumentError(`streams must be an integer in [1, ${o.maxStreams}], got ${streams}`);
-    }
-    const privateData = options.privateData ?? new Uint8Array(0);
-    if (privateData.byteLength > o.maxPrivateData) {
-      throw new InvalidArgumentError(
-        `private data of ${privateData.byteLength} octets exceeds maxPrivateData ${o.maxPrivateData}`,
-      );
-    }
-    const port = address.port;
-    if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65_535) {
-      throw new InvalidArgumentError(`connect needs a port in [1, 65535], got ${port}`);
-    }
-    const peer: PeerAddress = { host: address.host ?? '127.0.0.1', port: port as number };
+    const streams = checkStreamCount(options.streams ?? 1, o.maxStreams);
+    const privateData = checkPrivateData(options.privateData, o.maxPrivateData);
+    const peer: PeerAddress = { host: address.host ?? '127.0.0.1', port: checkConnectPort(address.port) };
 
     let conn: SctpConnection | undefined;
     let early: LlpError | undefined;
@@ -128,7 +118,7 @@ export class SctpTransport implements LlpTransport {
       capabilities: this.capabilities,
       localAddress: { host: wire.localHost, port: wire.localPort },
       remoteAddress: { host: peer.host, port: peer.port },
-      tuning: this.tuning(),
+      tuning: connectionTuning(o),
       logger: o.logger,
       streams,
       onEnded: () => {
@@ -179,20 +169,6 @@ export class SctpTransport implements LlpTransport {
     return listener;
   }
 
-  private tuning(): ConnectionTuning {
-    const o = this.options;
-    return {
-      mulpdu: o.mulpdu,
-      pmtu: o.pmtu,
-      maxPrivateData: o.maxPrivateData,
-      shutdownTimeoutMs: o.shutdownTimeoutMs,
-      closeTimeoutMs: o.closeTimeoutMs,
-      deadPeerTimeoutMs: o.deadPeerTimeoutMs,
-      maxBatch: Math.max(o.mulpdu, 64 * 1024),
-      rto: o.rto,
-    };
-  }
-
   private async openWire(w: Omit<WireOptions, 'recvBufferSize'>): Promise<Wire> {
     const request = recvBufferRequest(this.options);
     try {
@@ -201,9 +177,7 @@ export class SctpTransport implements LlpTransport {
       return await openUdpWire({ ...w, recvBufferSize: request });
     } catch (e) {
       if (isLlpError(e)) throw e;
-      const err = e as NodeJS.ErrnoException;
-      if (err.code === 'EADDRINUSE') throw new AddressInUseError(`${w.host}:${w.port} is already in use`, { cause: e });
-      throw new InvalidArgumentError(`cannot bind ${w.host}:${w.port}: ${err.message}`, { cause: e });
+      throw bindError(e as NodeJS.ErrnoException, `${w.host}:${w.port}`);
     }
   }
 }

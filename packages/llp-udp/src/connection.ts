@@ -5,20 +5,16 @@
  * the peer's late FINs before it lets go of the socket.
  */
 import {
+  BaseLlpConnection,
   ConnectionAbortedError,
   type LlpAddress,
   type LlpCapabilities,
   type LlpCloseEvent,
-  type LlpConnection,
   type LlpError,
   type LlpSetupInfo,
-  type LlpStreamState,
   LlpTimeoutError,
-  OnceSubject,
   type SendCallback,
-  withAbort,
 } from '@rddp/llp';
-import type { Observable } from 'rxjs';
 import type { Endpoint, Peer, SocketStats } from './endpoint.js';
 import type { ResolvedUdpOptions } from './options.js';
 import { type StreamHost, UdpStream } from './stream.js';
@@ -67,24 +63,16 @@ export interface UdpConnectionStats {
   readonly socket: SocketStats;
 }
 
-export class UdpConnection implements LlpConnection {
+export class UdpConnection extends BaseLlpConnection<UdpStream> {
   readonly id: string;
   readonly transport = 'udp';
-  readonly role: 'initiator' | 'responder';
-  readonly capabilities: LlpCapabilities;
   readonly streams: readonly UdpStream[];
-  readonly localAddress: LlpAddress;
-  readonly remoteAddress: LlpAddress;
-  readonly setup: LlpSetupInfo;
   /** Our connection id (the peer puts it in Destination connection id) and the peer's. */
   readonly localId: number;
   readonly peerId: number;
   readonly crc: boolean;
   private readonly endpoint: Endpoint;
   private readonly peer: Peer;
-  private readonly closedSubject = new OnceSubject<LlpCloseEvent>();
-  private firstEvent: LlpCloseEvent | undefined;
-  private open: number;
   private released = false;
   private readonly lingerMs: number;
   private readonly onReleased: (() => void) | undefined;
@@ -97,17 +85,13 @@ export class UdpConnection implements LlpConnection {
   private quietSince = Date.now();
 
   constructor(init: UdpConnectionInit) {
+    super({ ...init, remoteAddress: { host: init.peer.address, port: init.peer.port } });
     this.id = `udp-${nextId++}`;
-    this.role = init.role;
     this.endpoint = init.endpoint;
     this.localId = init.localId;
     this.peerId = init.peerId;
     this.peer = init.peer;
     this.crc = init.crc;
-    this.capabilities = init.capabilities;
-    this.localAddress = init.localAddress;
-    this.remoteAddress = { host: init.peer.address, port: init.peer.port };
-    this.setup = init.setup;
     this.onReleased = init.onReleased;
     const o = init.options;
     this.lingerMs = o.lingerMs;
@@ -134,7 +118,6 @@ export class UdpConnection implements LlpConnection {
       streamClosed: (_s, e) => this.onStreamClosed(e),
     };
     this.streams = Array.from({ length: init.streams }, (_, i) => new UdpStream(i, init.mulpdu, host));
-    this.open = init.streams;
     endpoint.acquire();
     endpoint.activate();
     endpoint.register(this.localId, (d, from) => this.onDatagram(d, from));
@@ -143,27 +126,13 @@ export class UdpConnection implements LlpConnection {
     this.idleTimer.unref();
   }
 
-  get state(): LlpStreamState {
-    if (this.closedSubject.fired) return 'closed';
-    return this.streams.some((s) => s.state !== 'open') ? 'closing' : 'open';
-  }
-  get closed$(): Observable<LlpCloseEvent> {
-    return this.closedSubject.observable;
-  }
   get stats(): UdpConnectionStats {
     return { ...this.counters, socket: { ...this.endpoint.stats } };
   }
 
-  async close(signal?: AbortSignal): Promise<void> {
-    await withAbort(
-      Promise.all(this.streams.map((s) => s.close())).then(() => undefined),
-      signal,
-    );
-  }
-
   /** Abortive teardown of every stream: one ABORT datagram (Stream id 0xffff), best effort. */
   abort(reason?: LlpError): void {
-    if (this.closedSubject.fired) return;
+    if (this.ended) return;
     this.control(DatagramType.Abort, ALL_STREAMS, 0, [encodeAbortBody(AbortCode.User)]);
     for (const s of this.streams) {
       s.quietAbort = true;
@@ -173,7 +142,7 @@ export class UdpConnection implements LlpConnection {
 
   /** The socket failed under the connection (e.g. ICMP port unreachable on a connected socket). */
   socketFailed(e: Error): void {
-    if (this.closedSubject.fired) return;
+    if (this.ended) return;
     const err = new ConnectionAbortedError(`UDP socket error: ${e.message}`, { cause: e });
     for (const s of this.streams) s.fail(err);
   }
@@ -199,7 +168,7 @@ export class UdpConnection implements LlpConnection {
   /** Nothing heard from the peer for idleTimeoutMs: every stream ends with LlpTimeoutError; one ABORT (code 6). */
   private expire(): void {
     clearInterval(this.idleTimer);
-    if (this.closedSubject.fired) return;
+    if (this.ended) return;
     this.control(DatagramType.Abort, ALL_STREAMS, 0, [encodeAbortBody(AbortCode.IdleTimeout)]);
     const err = new LlpTimeoutError(
       `UDP LLP connection ${this.id}: nothing heard from the peer in ${this.idleTimeoutMs} ms`,
@@ -279,10 +248,8 @@ export class UdpConnection implements LlpConnection {
   }
 
   private onStreamClosed(e: LlpCloseEvent): void {
-    this.firstEvent ??= e;
-    if (--this.open > 0) return;
+    if (!this.streamClosed(e)) return;
     clearInterval(this.idleTimer);
-    this.closedSubject.fire(this.firstEvent);
     // Linger: keep answering the peer's retransmitted FINs (its FIN_ACK may have been lost), then let go.
     // The socket no longer keeps the process alive for this connection's sake.
     this.endpoint.deactivate();

@@ -14,23 +14,5 @@ export {
 } from './options.js';
 export { UdpStream, type UdpStreamStats } from './stream.js';
 export { type UdpListener, type UdpListenerStats, udp, udpCapabilities } from './transport.js';
-export {
-  AbortCode,
-  ALL_STREAMS,
-  COOKIE_LENGTH,
-  CRC_LENGTH,
-  type DatagramHeader,
-  DatagramType,
-  datagramParts,
-  decodeAbortBody,
-  decodeCookieEchoBody,
-  decodeSetupBody,
-  encodeAbortBody,
-  encodeCookieEchoBody,
-  encodeSetupBody,
-  HEADER_LENGTH,
-  type ParsedDatagram,
-  parseDatagram,
-  type SetupBody,
-  UDP_LLP_VERSION,
-} from './wire.js';
+/** The wire format (docs/UDP-LLP.md), for tools and tests that speak it from outside. */
+export * from './wire.js';

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { LLP_LOGGER, LLP_TRANSPORT, LLP_TRANSPORT_OPTIONS, type LlpLogger, type LlpTransport } from '@rddp/llp';
+import { containerTransportOptions, LLP_TRANSPORT, type LlpTransport } from '@rddp/llp';
 import { ContainerModule } from 'inversify';
 import type { UdpOptions } from './options.js';
 import { udp } from './transport.js';
@@ -11,11 +11,7 @@ import { udp } from './transport.js';
 export function udpModule(options: UdpOptions = {}): ContainerModule {
   return new ContainerModule(({ bind }) => {
     bind<LlpTransport>(LLP_TRANSPORT)
-      .toDynamicValue((ctx) => {
-        const bound = ctx.get<UdpOptions>(LLP_TRANSPORT_OPTIONS, { optional: true }) ?? {};
-        const logger = options.logger ?? bound.logger ?? ctx.get<LlpLogger>(LLP_LOGGER, { optional: true });
-        return udp({ ...bound, ...options, ...(logger ? { logger } : {}) });
-      })
+      .toDynamicValue((ctx) => udp(containerTransportOptions(ctx, options)))
       .inSingletonScope();
   });
 }

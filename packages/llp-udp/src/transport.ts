@@ -6,21 +6,22 @@
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import {
-  AddressInUseError,
   abortError,
   BaseLlpListener,
+  bindError,
   ConnectionAbortedError,
   ConnectionRefusedError,
   ConnectionRejectedError,
+  checkConnectPort,
+  checkPrivateData,
+  checkStreamCount,
   InvalidArgumentError,
   isLlpError,
   type LlpAddress,
   type LlpCapabilities,
   type LlpConnectDecision,
-  type LlpConnection,
   type LlpConnectOptions,
   type LlpError,
-  type LlpListener,
   type LlpListenOptions,
   LlpProtocolError,
   LlpTimeoutError,
@@ -81,16 +82,6 @@ function connectionCapabilities(crc: boolean, streams: number): LlpCapabilities 
   };
 }
 
-function checkPrivateData(pd: Uint8Array | undefined): Uint8Array {
-  const data = pd ?? new Uint8Array(0);
-  if (!(data instanceof Uint8Array)) throw new InvalidArgumentError('private data must be a Uint8Array');
-  if (data.byteLength > UDP_MAX_PRIVATE_DATA)
-    throw new InvalidArgumentError(
-      `private data of ${data.byteLength} octets exceeds the UDP LLP's limit of ${UDP_MAX_PRIVATE_DATA}`,
-    );
-  return data;
-}
-
 /** A setup body the peer may send, or why not. */
 function setupProblem(b: SetupBody | undefined): string | undefined {
   if (!b) return 'malformed setup body';
@@ -130,16 +121,12 @@ class UdpTransport implements LlpTransport {
     return new Endpoint(socket, connected, o.highWaterMark, o.faults, seed, o.logger);
   }
 
-  async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<LlpConnection> {
+  async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<UdpConnection> {
     throwIfAborted(options.signal);
     const o = withParams(this.options, options.params);
-    const privateData = checkPrivateData(options.privateData);
-    const streams = options.streams ?? o.streams;
-    if (!Number.isInteger(streams) || streams < 1 || streams > MAX_STREAMS)
-      throw new InvalidArgumentError(`streams must be an integer 1..${MAX_STREAMS}, got ${streams}`);
-    const port = address.port;
-    if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535)
-      throw new InvalidArgumentError(`a UDP LLP connect needs a port 1..65535, got ${String(port)}`);
+    const privateData = checkPrivateData(options.privateData, UDP_MAX_PRIVATE_DATA);
+    const streams = checkStreamCount(options.streams ?? o.streams, MAX_STREAMS);
+    const port = checkConnectPort(address.port);
     const host = address.host ?? '127.0.0.1';
     const timeoutMs = options.timeoutMs ?? o.handshakeTimeoutMs;
     const signal = options.signal;
@@ -167,7 +154,7 @@ class UdpTransport implements LlpTransport {
       );
     o.logger.debug('udp.connect', { host, port, streams, localId });
 
-    return new Promise<LlpConnection>((resolve, reject) => {
+    return new Promise<UdpConnection>((resolve, reject) => {
       let settled = false;
       let retransmit: NodeJS.Timeout | undefined;
       const timer = setTimeout(
@@ -284,7 +271,7 @@ class UdpTransport implements LlpTransport {
     });
   }
 
-  async listen(address: LlpAddress, options: LlpListenOptions = {}): Promise<LlpListener> {
+  async listen(address: LlpAddress, options: LlpListenOptions = {}): Promise<UdpListener> {
     throwIfAborted(options.signal);
     const o = withParams(this.options, options.params);
     const host = address.host ?? '127.0.0.1';
@@ -292,11 +279,7 @@ class UdpTransport implements LlpTransport {
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
         socket.close();
-        reject(
-          e.code === 'EADDRINUSE'
-            ? new AddressInUseError(`UDP ${host}:${address.port} is in use`)
-            : new InvalidArgumentError(`cannot listen on UDP ${host}:${address.port ?? 0}: ${e.message}`),
-        );
+        reject(bindError(e, `UDP ${host}:${address.port ?? 0}`));
       };
       socket.once('error', onError);
       socket.bind(address.port ?? 0, host, () => {
@@ -527,7 +510,7 @@ export class UdpListener extends BaseLlpListener {
     let pd: Uint8Array;
     let o = this.o;
     try {
-      pd = checkPrivateData(decision.privateData);
+      pd = checkPrivateData(decision.privateData, UDP_MAX_PRIVATE_DATA);
       if (decision.accept) o = withParams(this.o, decision.params);
     } catch (e) {
       decision = { accept: false };

@@ -2,6 +2,7 @@
  * @rddp/llp — the lower-layer-protocol contract of rddp's DDP (RFC 5041 §3, §6).
  * Types for plugin authors, plus DI tokens, guards, typed errors and a few helpers every plugin needs.
  */
+export * from './base-connection.js';
 export * from './base-listener.js';
 export * from './base-stream.js';
 export * from './capabilities.js';

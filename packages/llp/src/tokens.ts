@@ -15,3 +15,21 @@ export interface LlpLogger {
 
 /** The logger used when none is bound: drops everything. */
 export const silentLogger: LlpLogger = { debug() {} };
+
+/** What a transport's DI binding reads from its container (inversify's `ResolutionContext` has it). */
+export interface LlpResolutionContext {
+  get<T>(id: symbol, options: { optional: true }): T | undefined;
+}
+
+/**
+ * The options of a transport a container builds: `options` given to its module win over an object bound
+ * under `LLP_TRANSPORT_OPTIONS`, and the logger falls back to one bound under `LLP_LOGGER`.
+ */
+export function containerTransportOptions<O extends { readonly logger?: LlpLogger }>(
+  ctx: LlpResolutionContext,
+  options: O,
+): O {
+  const bound = ctx.get<O>(LLP_TRANSPORT_OPTIONS, { optional: true });
+  const logger = options.logger ?? bound?.logger ?? ctx.get<LlpLogger>(LLP_LOGGER, { optional: true });
+  return { ...bound, ...options, ...(logger ? { logger } : {}) };
+}

@@ -4,6 +4,7 @@
  * check of that word, and the requester's outstanding atomics (bounded with RDMA Reads by ORD).
  */
 import { MAX_U64, type MemoryRegion, stagHex, type UlpCheckFailure } from '@rddp/ddp';
+import { rdmapFailure as fail, OutstandingQueue } from './outstanding.js';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
 
 /**
@@ -211,25 +212,8 @@ export interface OutstandingAtomic<T> {
   readonly requestId: number;
 }
 
-const fail = (type: number, code: number, message: string): UlpCheckFailure => ({
-  layer: 'rdmap',
-  type,
-  code,
-  message,
-});
-
 /** The requester side: Atomic Requests in flight, answered in the order they were sent (RFC 7306). */
-export class OutstandingAtomics<T> {
-  private readonly queue: OutstandingAtomic<T>[] = [];
-  /** Atomic Responses whose last segment passed the check and that are not Delivered yet. */
-  private arrived = 0;
-
-  get count(): number {
-    return this.queue.length;
-  }
-  add(a: OutstandingAtomic<T>): void {
-    this.queue.push(a);
-  }
+export class OutstandingAtomics<T> extends OutstandingQueue<OutstandingAtomic<T>> {
   /** The atomic the next Atomic Response answers. */
   get oldest(): OutstandingAtomic<T> | undefined {
     return this.queue[0];
@@ -245,17 +229,5 @@ export class OutstandingAtomics<T> {
       );
     if (last) this.arrived++;
     return undefined;
-  }
-
-  /** The oldest atomic's Response was Delivered: it leaves the queue. */
-  completeOldest(): OutstandingAtomic<T> | undefined {
-    const a = this.queue.shift();
-    if (a !== undefined && this.arrived > 0) this.arrived--;
-    return a;
-  }
-
-  drain(): OutstandingAtomic<T>[] {
-    this.arrived = 0;
-    return this.queue.splice(0);
   }
 }

@@ -2,15 +2,14 @@
  * RDMAP's typed errors: one class per condition, each with a stable `code`. Caller errors are thrown at
  * the call; stream errors complete operations in error and are surfaced (RFC 5040 §7.1).
  */
-import { RddpAbortError, RddpError, RddpInvalidArgumentError, RddpMessageTooLongError } from '@rddp/llp';
+import { abortErrorClass, codedError, invalidArgumentErrorClass, messageTooLongErrorClass, RddpError } from '@rddp/llp';
 import { describeTerminate, type TerminateErrorName } from './terminate-codes.js';
 
 /** Base class of RDMAP's errors; an `RddpError` like every rddp error. */
 export abstract class RdmapError extends RddpError {}
 
 /** The stream is not in a state that accepts the call (e.g. posting after a Terminate). */
-export class RdmapStateError extends RdmapError {
-  readonly code = 'ERR_RDMAP_STATE';
+export class RdmapStateError extends codedError(RdmapError, 'ERR_RDMAP_STATE') {
   constructor(
     readonly state: string,
     action: string,
@@ -20,16 +19,10 @@ export class RdmapStateError extends RdmapError {
 }
 
 /** An argument outside what the wire format can carry (STag, TO, sizes) or a malformed request. */
-export class RdmapInvalidArgumentError extends RdmapError {
-  readonly code = 'ERR_RDMAP_INVALID_ARGUMENT';
-  static {
-    RddpInvalidArgumentError.join(RdmapInvalidArgumentError);
-  }
-}
+export class RdmapInvalidArgumentError extends invalidArgumentErrorClass(RdmapError, 'ERR_RDMAP_INVALID_ARGUMENT') {}
 
 /** An RDMA Read beyond the outbound RDMA Read Request limit negotiated for this stream (RFC 5040 §6.1). */
-export class OrdExceededError extends RdmapError {
-  readonly code = 'ERR_RDMAP_ORD_EXCEEDED';
+export class OrdExceededError extends codedError(RdmapError, 'ERR_RDMAP_ORD_EXCEEDED') {
   constructor(
     readonly ord: number,
     /** `RDMA Read`, or `Atomic Request` (RFC 7306: atomics count against ORD with the Reads). */
@@ -47,8 +40,7 @@ export class OrdExceededError extends RdmapError {
  * An RFC 7306 operation (atomics, Immediate Data) posted on a stream that did not enable that extension:
  * both ends must agree before either uses it (RFC 7306 §1.1).
  */
-export class RdmapExtensionDisabledError extends RdmapError {
-  readonly code = 'ERR_RDMAP_EXTENSION_DISABLED';
+export class RdmapExtensionDisabledError extends codedError(RdmapError, 'ERR_RDMAP_EXTENSION_DISABLED') {
   constructor(readonly extension: 'atomics' | 'immediate') {
     super(
       `RFC 7306 ${extension === 'atomics' ? 'atomic operations are' : 'Immediate Data is'} not enabled on this RDMAP stream (RdmapStreamOptions.extensions.${extension})`,
@@ -57,25 +49,13 @@ export class RdmapExtensionDisabledError extends RdmapError {
 }
 
 /** A message longer than RDMAP/DDP can describe (2^32-1 octets: RDMA Read Message Size, DDP MO). */
-export class RdmapMessageTooLongError extends RdmapError {
-  readonly code = 'ERR_RDMAP_MESSAGE_TOO_LONG';
-  static {
-    RddpMessageTooLongError.join(RdmapMessageTooLongError);
-  }
-  constructor(
-    readonly length: number,
-    readonly max: number,
-  ) {
-    super(`message of ${length} octets exceeds the maximum of ${max} octets`);
-  }
-}
+export class RdmapMessageTooLongError extends messageTooLongErrorClass(RdmapError, 'ERR_RDMAP_MESSAGE_TOO_LONG') {}
 
 /**
  * The operation was completed in error because the stream was terminated (RFC 5040 §5.4, §6.2.1): by a
  * Terminate this side sent or the peer sent.
  */
-export class TerminatedError extends RdmapError {
-  readonly code = 'ERR_RDMAP_TERMINATED';
+export class TerminatedError extends codedError(RdmapError, 'ERR_RDMAP_TERMINATED') {
   constructor(
     readonly direction: 'sent' | 'received',
     readonly terminate: TerminateErrorName,
@@ -87,43 +67,26 @@ export class TerminatedError extends RdmapError {
 }
 
 /** The operation never reached the peer: the stream ended first (RFC 5040 §5.4: Completed in error). */
-export class FlushedError extends RdmapError {
-  readonly code = 'ERR_RDMAP_FLUSHED';
+export class FlushedError extends codedError(RdmapError, 'ERR_RDMAP_FLUSHED') {
   constructor(reason: string, options?: { cause?: unknown }) {
     super(`operation flushed: ${reason}`, options);
   }
 }
 
 /** A local buffer named by the operation was no longer valid when RDMAP built the message (§7.1 case 1). */
-export class LocalProtectionError extends RdmapError {
-  readonly code = 'ERR_RDMAP_LOCAL_PROTECTION';
-}
+export class LocalProtectionError extends codedError(RdmapError, 'ERR_RDMAP_LOCAL_PROTECTION') {}
 
 /** The LLP failed under the stream (LLP Abortive Termination, RFC 5040 §6.2). */
-export class LlpFailedError extends RdmapError {
-  readonly code = 'ERR_RDMAP_LLP_FAILED';
-}
+export class LlpFailedError extends codedError(RdmapError, 'ERR_RDMAP_LLP_FAILED') {}
 
 /** The caller's AbortSignal fired. */
-export class RdmapAbortError extends RdmapError {
-  readonly code = 'ERR_RDMAP_ABORTED';
-  static {
-    RddpAbortError.join(RdmapAbortError);
-  }
-  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
-    super(message, options);
-  }
-}
+export class RdmapAbortError extends abortErrorClass(RdmapError, 'ERR_RDMAP_ABORTED') {}
 
 /** A received Terminate could not be decoded (RFC 5040 §5.4: "an error is surfaced"). */
-export class InvalidTerminateError extends RdmapError {
-  readonly code = 'ERR_RDMAP_INVALID_TERMINATE';
-}
+export class InvalidTerminateError extends codedError(RdmapError, 'ERR_RDMAP_INVALID_TERMINATE') {}
 
 /** Why a Terminate Header's octets could not be decoded (RFC 5040 §4.8). */
-export class TerminateFormatError extends RdmapError {
-  readonly code = 'ERR_RDMAP_TERMINATE_FORMAT';
-}
+export class TerminateFormatError extends codedError(RdmapError, 'ERR_RDMAP_TERMINATE_FORMAT') {}
 
 export type RdmapErrorCode =
   | RdmapStateError['code']
@@ -145,6 +108,4 @@ export function isRdmapError(x: unknown, code?: RdmapErrorCode): x is RdmapError
 }
 
 /** The LLP cannot carry RDMAP as asked: not reliable and ordered (RFC 5040 §3.1) without the reduced-semantics opt-in. */
-export class RdmapUnsuitableLlpError extends RdmapError {
-  readonly code = 'ERR_RDMAP_UNSUITABLE_LLP';
-}
+export class RdmapUnsuitableLlpError extends codedError(RdmapError, 'ERR_RDMAP_UNSUITABLE_LLP') {}

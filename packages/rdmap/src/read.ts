@@ -5,6 +5,7 @@
  */
 import { Access, type MemoryRegion, stagHex, TWO_64, type UlpCheckFailure } from '@rddp/ddp';
 import type { ReadRequestHeader } from './header.js';
+import { rdmapFailure as fail, OutstandingQueue } from './outstanding.js';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
 
 /** One RDMA Read whose Request was handed to DDP and whose Response has not been Delivered yet. */
@@ -17,36 +18,22 @@ export interface OutstandingRead<T> {
   readonly srcTo: bigint;
 }
 
-const fail = (type: number, code: number, message: string): UlpCheckFailure => ({
-  layer: 'rdmap',
-  type,
-  code,
-  message,
-});
-
 /** The requester side: Read Requests in flight, at most ORD of them (RFC 5040 §6.1). */
-export class OutstandingReads<T> {
-  private readonly queue: OutstandingRead<T>[] = [];
-  /** Index (in `queue`) of the Read whose Response segments are arriving, and octets received so far. */
-  private rxIndex = 0;
+export class OutstandingReads<T> extends OutstandingQueue<OutstandingRead<T>> {
+  /** Octets of the Response arriving now (of the Read at index `arrived`) received so far. */
   private rxReceived = 0;
 
-  constructor(readonly ord: number) {}
-
-  get count(): number {
-    return this.queue.length;
+  constructor(readonly ord: number) {
+    super();
   }
+
   /** Whether one more Read Request may be issued without exceeding ORD. */
   canIssue(): boolean {
     return this.queue.length < this.ord;
   }
-  add(read: OutstandingRead<T>): OutstandingRead<T> {
-    this.queue.push(read);
-    return read;
-  }
   /** The Read whose Response is arriving now (the oldest whose Response is not complete). */
   get receiving(): OutstandingRead<T> | undefined {
-    return this.queue[this.rxIndex];
+    return this.queue[this.arrived];
   }
 
   /**
@@ -57,7 +44,7 @@ export class OutstandingReads<T> {
    * Read Response cannot cause a Remote Protection Error). Advances the expected offset on success.
    */
   checkResponseSegment(stag: number, to: bigint, length: number, last: boolean): UlpCheckFailure | undefined {
-    const r = this.queue[this.rxIndex];
+    const r = this.queue[this.arrived];
     if (r === undefined)
       return fail(
         RdmaErrorType.RemoteOperation,
@@ -79,24 +66,15 @@ export class OutstandingReads<T> {
       );
     this.rxReceived += length;
     if (last) {
-      this.rxIndex++;
+      this.arrived++;
       this.rxReceived = 0;
     }
     return undefined;
   }
 
-  /** The Read Response of the oldest Read was Delivered (§5.5 rule 19): it completes. */
-  completeOldest(): OutstandingRead<T> | undefined {
-    const r = this.queue.shift();
-    if (r !== undefined && this.rxIndex > 0) this.rxIndex--;
-    return r;
-  }
-
-  /** Removes and returns every Read (stream end). */
-  drain(): OutstandingRead<T>[] {
-    this.rxIndex = 0;
+  override drain(): OutstandingRead<T>[] {
     this.rxReceived = 0;
-    return this.queue.splice(0);
+    return super.drain();
   }
 }
 

@@ -15,15 +15,9 @@ import {
 } from '@rddp/ddp';
 import { controlOf, decodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { type ExtensionOpcodeInfo, RDMAP_OPCODES, RdmapOpcode } from './opcode.js';
+import { rdmapFailure as fail } from './outstanding.js';
 import type { StreamState } from './stream-state.js';
 import { RdmaErrorCode, RdmaErrorType } from './terminate-codes.js';
-
-const fail = (type: number, code: number, message: string): UlpCheckFailure => ({
-  layer: 'rdmap',
-  type,
-  code,
-  message,
-});
 
 /**
  * RFC 5040 §7.2 checks 4–5 of an incoming Send with Invalidate (and §5.3): the Invalidate STag must be

@@ -80,14 +80,11 @@ export interface Culprit {
   readonly receive?: CompletionStatus;
 }
 
-export interface StreamStateInit {
-  readonly rv: RdmapVersion;
-  readonly pdId: number;
-  readonly stags: RdmapStagTable;
+/** What a stream's state keeps as it was given, for the stream's life. */
+type StreamConstants = 'rv' | 'pdId' | 'stags' | 'extensions' | 'queueCount' | 'canRemoteInvalidate';
+
+export interface StreamStateInit extends Pick<StreamState, StreamConstants> {
   readonly ord: number;
-  readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
-  readonly queueCount: number;
-  readonly canRemoteInvalidate: (region: MemoryRegion) => boolean;
   /** RFC 5040 §6.1: a responder that holds its messages until the initiator's first one. */
   readonly held: boolean;
 }
@@ -102,13 +99,13 @@ export function guard<T>(send: () => Promise<T>): Promise<T> {
 }
 
 export class StreamState {
-  readonly rv: RdmapVersion;
-  readonly pdId: number;
-  readonly stags: RdmapStagTable;
-  readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
+  declare readonly rv: RdmapVersion;
+  declare readonly pdId: number;
+  declare readonly stags: RdmapStagTable;
+  declare readonly extensions: Readonly<Record<RdmapExtension, boolean>>;
   /** Untagged queues of the stream: 3, or 4 with atomics (QN 3 for Atomic Responses). */
-  readonly queueCount: number;
-  readonly canRemoteInvalidate: (region: MemoryRegion) => boolean;
+  declare readonly queueCount: number;
+  declare readonly canRemoteInvalidate: (region: MemoryRegion) => boolean;
   /** Set once, right after construction: the DDP Stream is built with this state's receive checks. */
   ddp!: DdpStreamApi;
   readonly sm = new StreamStateMachine();
@@ -153,14 +150,10 @@ export class StreamState {
   readonly closed = new ReplaySubject<RdmapClosedEvent>(1);
 
   constructor(init: StreamStateInit) {
-    this.rv = init.rv;
-    this.pdId = init.pdId;
-    this.stags = init.stags;
-    this.extensions = init.extensions;
-    this.queueCount = init.queueCount;
-    this.canRemoteInvalidate = init.canRemoteInvalidate;
-    this.reads = new OutstandingReads<SqEntry>(init.ord);
-    this.held = new BehaviorSubject(init.held);
+    const { ord, held, ...constants } = init;
+    Object.assign(this, constants);
+    this.reads = new OutstandingReads<SqEntry>(ord);
+    this.held = new BehaviorSubject(held);
   }
 
   /** True once the stream is terminating or ended: nothing more is placed (RFC 5040 §5.4). */

@@ -2,11 +2,11 @@
  * How the stack composes a layer on an LLP connection or stream: defaults, then the caller's options, then
  * what the LLP setup decided (RFC 6581: what was announced is what is enforced).
  */
-import { type DdpProfile, DdpStream, type DdpStreamApi, type DdpStreamOptions } from '@rddp/ddp';
+import { DdpStream, type DdpStreamApi, type DdpStreamOptions } from '@rddp/ddp';
 import type { LlpConnection, LlpStream } from '@rddp/llp';
 import { RdmapStream, type RdmapStreamOptions, rdmapOptionsFromSetup } from '@rddp/rdmap';
 import { Device, type DeviceOptions } from '@rddp/verbs';
-import { NoSuchLlpStreamError } from './errors.js';
+import { target } from './target.js';
 import type { DdpStreamFactory, DeviceFactory, RdmapStreamFactory, StackDefaults } from './tokens.js';
 
 /** The built-in factories bound when no module binds its own. */
@@ -23,23 +23,6 @@ export type RdmapStreamRequest = Omit<RdmapStreamOptions, 'pdId'> & {
 /** Builds an RDMAP Stream on a connection (its role, capabilities and setup) or a bare LLP stream. */
 export type RdmapStreamBuilder = (llp: LlpConnection | LlpStream, request: RdmapStreamRequest) => RdmapStream;
 
-export function isConnection(llp: LlpConnection | LlpStream): llp is LlpConnection {
-  return 'streams' in llp;
-}
-
-export function profileOf(defaults: StackDefaults, connection: LlpConnection | undefined): DdpProfile {
-  const p = defaults.profile;
-  if (typeof p === 'function') return connection ? p(connection) : 'ietf';
-  return p ?? 'ietf';
-}
-
-function pick(llp: LlpConnection | LlpStream, index: number | undefined): [LlpStream, LlpConnection | undefined] {
-  if (!isConnection(llp)) return [llp, undefined];
-  const stream = llp.streams[index ?? 0];
-  if (!stream) throw new NoSuchLlpStreamError(index ?? 0);
-  return [stream, llp];
-}
-
 /** Composes DDP Stream options and builds the stream with `factory`. */
 export function buildDdpStream(
   llp: LlpConnection | LlpStream,
@@ -47,11 +30,9 @@ export function buildDdpStream(
   defaults: StackDefaults,
   factory: DdpStreamFactory,
 ): DdpStreamApi {
-  const [stream, connection] = pick(llp, request.stream);
-  const { stream: _index, ...rest } = request;
+  const { stream, connection, rest, base } = target(llp, request, defaults);
   return factory(stream, {
-    profile: profileOf(defaults, connection),
-    pdId: defaults.pdId ?? 1,
+    ...base,
     ...(connection ? { llpCapabilities: connection.capabilities } : {}),
     ...rest,
     ...(connection?.setup.startupMessages ? { startupMessages: connection.setup.startupMessages } : {}),
@@ -70,11 +51,9 @@ export function buildRdmapStream(
   factory: RdmapStreamFactory = defaultRdmapStreamFactory,
   ddpFactory: DdpStreamFactory = defaultDdpStreamFactory,
 ): RdmapStream {
-  const [stream, connection] = pick(llp, request.stream);
-  const { stream: _index, ...rest } = request;
+  const { stream, connection, rest, base } = target(llp, request, defaults);
   return factory(stream, {
-    profile: profileOf(defaults, connection),
-    pdId: defaults.pdId ?? 1,
+    ...base,
     ...(connection ? { role: connection.role, llpCapabilities: connection.capabilities } : {}),
     ...(defaults.ird !== undefined ? { ird: defaults.ird } : {}),
     ...(defaults.ord !== undefined ? { ord: defaults.ord } : {}),

@@ -43,10 +43,9 @@ import {
   defaultDdpStreamFactory,
   defaultDeviceFactory,
   defaultRdmapStreamFactory,
-  isConnection,
-  profileOf,
   type RdmapStreamRequest,
 } from './compose.js';
+import { isConnection, profileOf } from './target.js';
 import {
   DDP_STREAM_FACTORY,
   type DdpStreamFactory,
@@ -61,17 +60,7 @@ import {
 } from './tokens.js';
 
 export { LLP_LOGGER, LLP_TRANSPORT } from '@rddp/llp';
-export {
-  buildDdpStream,
-  buildRdmapStream,
-  type DdpStreamRequest,
-  defaultDdpStreamFactory,
-  defaultDeviceFactory,
-  defaultRdmapStreamFactory,
-  type RdmapStreamBuilder,
-  type RdmapStreamRequest,
-  rdmapStreamOn,
-} from './compose.js';
+export * from './compose.js';
 export * from './errors.js';
 export * from './tokens.js';
 

@@ -2,27 +2,14 @@
  * Errors the verbs API throws at its caller: one class per condition, each with a stable `code`
  * (ERR_VERBS_*). Errors that happen on the wire are not thrown: they arrive as work completions.
  */
-import { RddpError, RddpInvalidArgumentError, RddpMessageTooLongError } from '@rddp/llp';
+import { codedError, invalidArgumentErrorClass, messageTooLongErrorClass, RddpError } from '@rddp/llp';
 import type { WorkCompletion } from './types.js';
 
 /** Base class of the verbs API's errors; an `RddpError` like every rddp error. */
 export abstract class VerbsError extends RddpError {}
 
-/** The class of a caller mistake told by its message and `code` alone. */
-function verbsError<C extends string>(
-  code: C,
-): new (
-  message: string,
-  options?: { cause?: unknown },
-) => VerbsError & { readonly code: C } {
-  return class extends VerbsError {
-    readonly code = code;
-  };
-}
-
 /** The queue pair is not in a state that allows the call (e.g. posting a send before it is connected, or after an error). */
-export class QpStateError extends VerbsError {
-  readonly code = 'ERR_VERBS_QP_STATE';
+export class QpStateError extends codedError(VerbsError, 'ERR_VERBS_QP_STATE') {
   constructor(
     readonly state: string,
     action: string,
@@ -32,44 +19,28 @@ export class QpStateError extends VerbsError {
 }
 
 /** A scatter/gather element names a memory region that is deregistered, invalidated, or of another protection domain. */
-export class InvalidMrError extends verbsError('ERR_VERBS_INVALID_MR') {}
+export class InvalidMrError extends codedError(VerbsError, 'ERR_VERBS_INVALID_MR') {}
 
 /** A memory region lacks the access right the operation needs (e.g. Local Write for a receive buffer). */
-export class AccessError extends verbsError('ERR_VERBS_ACCESS') {}
+export class AccessError extends codedError(VerbsError, 'ERR_VERBS_ACCESS') {}
 
 /** A scatter/gather element's offset or length falls outside its memory region. */
-export class SgeRangeError extends verbsError('ERR_VERBS_SGE_RANGE') {}
+export class SgeRangeError extends codedError(VerbsError, 'ERR_VERBS_SGE_RANGE') {}
 
 /** A message longer than the queue pair allows (at most 2^32-1 octets: RFC 5040 §4.4, RFC 5041 MO). */
-export class MessageTooLongError extends VerbsError {
-  readonly code = 'ERR_VERBS_MESSAGE_TOO_LONG';
-  static {
-    RddpMessageTooLongError.join(MessageTooLongError);
-  }
-  constructor(
-    readonly length: number,
-    readonly max: number,
-  ) {
-    super(`message of ${length} octets exceeds the maximum of ${max} octets`);
-  }
-}
+export class MessageTooLongError extends messageTooLongErrorClass(VerbsError, 'ERR_VERBS_MESSAGE_TOO_LONG') {}
 
 /** The send or receive queue holds as many outstanding work requests as it was created for. */
-export class QueueFullError extends verbsError('ERR_VERBS_QUEUE_FULL') {}
+export class QueueFullError extends codedError(VerbsError, 'ERR_VERBS_QUEUE_FULL') {}
 
 /** A malformed work request: unknown opcode, STag or TO out of range, wrong number of elements. */
-export class InvalidWorkRequestError extends verbsError('ERR_VERBS_INVALID_WR') {
-  static {
-    RddpInvalidArgumentError.join(InvalidWorkRequestError);
-  }
-}
+export class InvalidWorkRequestError extends invalidArgumentErrorClass(VerbsError, 'ERR_VERBS_INVALID_WR') {}
 
 /**
  * An RFC 7306 operation (atomics, Immediate Data) on a queue pair whose connection did not enable that
  * extension (`QpConnectOptions.extensions`): both ends must agree first.
  */
-export class ExtensionNotEnabledError extends VerbsError {
-  readonly code = 'ERR_VERBS_EXTENSION_DISABLED';
+export class ExtensionNotEnabledError extends codedError(VerbsError, 'ERR_VERBS_EXTENSION_DISABLED') {
   constructor(readonly extension: 'atomics' | 'immediate') {
     super(
       `RFC 7306 ${extension === 'atomics' ? 'atomic operations are' : 'Immediate Data is'} not enabled on this queue pair (connect with extensions.${extension})`,
@@ -78,11 +49,10 @@ export class ExtensionNotEnabledError extends VerbsError {
 }
 
 /** A resource is still in use (a protection domain with memory regions or queue pairs). */
-export class ResourceBusyError extends verbsError('ERR_VERBS_BUSY') {}
+export class ResourceBusyError extends codedError(VerbsError, 'ERR_VERBS_BUSY') {}
 
 /** A promise-returning operation completed with a status other than success; the completion is attached. */
-export class WorkCompletionError extends VerbsError {
-  readonly code = 'ERR_VERBS_WORK_COMPLETION';
+export class WorkCompletionError extends codedError(VerbsError, 'ERR_VERBS_WORK_COMPLETION') {
   constructor(readonly completion: WorkCompletion) {
     super(
       `${completion.opcode} work request ${completion.wrId === undefined ? '(no wrId)' : String(completion.wrId)} completed with status '${completion.status}'${

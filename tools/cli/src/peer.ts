@@ -2,37 +2,29 @@
  * What the tools report when a run fails because its peer ended the connection: the peer's Terminate
  * (RFC 5040 §6.2.1), a reset, or a close in mid-run — rather than the flushed operation it left behind.
  */
-import type { LlpCloseEvent, LlpConnection } from '@rddp/llp';
+import { codedError, type LlpCloseEvent, type LlpConnection, RddpError } from '@rddp/llp';
 import type { RdmapTerminateEvent } from '@rddp/rdmap';
 import type { Observable } from 'rxjs';
 
-export abstract class PeerEndedError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+/** Base class of why a run ended with its peer; an `RddpError` like every rddp error. */
+export abstract class PeerEndedError extends RddpError {}
 
 /** The peer sent a Terminate (RFC 5040 §5.4): its description says why. */
-export class PeerTerminatedError extends PeerEndedError {
-  readonly code = 'ERR_RDDP_PEER_TERMINATED';
+export class PeerTerminatedError extends codedError(PeerEndedError, 'ERR_RDDP_PEER_TERMINATED') {
   constructor(description: string, options?: { cause?: unknown }) {
     super(`the peer terminated the connection: ${description}`, options);
   }
 }
 
 /** The peer reset the connection (TCP RST, SCTP ABORT): it failed or was killed. */
-export class PeerResetError extends PeerEndedError {
-  readonly code = 'ERR_RDDP_PEER_RESET';
+export class PeerResetError extends codedError(PeerEndedError, 'ERR_RDDP_PEER_RESET') {
   constructor(options?: { cause?: unknown }) {
     super('the peer reset the connection in mid-run', options);
   }
 }
 
 /** The peer closed the connection with work outstanding: it was stopped or vanished. */
-export class PeerClosedError extends PeerEndedError {
-  readonly code = 'ERR_RDDP_PEER_CLOSED';
+export class PeerClosedError extends codedError(PeerEndedError, 'ERR_RDDP_PEER_CLOSED') {
   constructor(options?: { cause?: unknown }) {
     super('the peer closed the connection in mid-run (it was stopped or vanished)', options);
   }

@@ -3,7 +3,7 @@
  * common flags into its container module and the stack defaults its negotiation needs. Everything above
  * the transport is composed by `@rddp/stack` (`createStack`).
  */
-import type { LlpConnection, LlpParams, LlpTransport } from '@rddp/llp';
+import { codedError, type LlpConnection, type LlpParams, type LlpTransport, RddpError } from '@rddp/llp';
 import { type LoopbackFaults, loopbackModule } from '@rddp/llp-loopback';
 import { type MpaParams, type MpaRevision, mpaTcpModule, type RtrType } from '@rddp/llp-mpa-tcp';
 import { sctpModule } from '@rddp/llp-sctp';
@@ -40,8 +40,8 @@ export interface ToolTransport {
   readonly rdmapFactory: RdmapStreamBuilder;
 }
 
-export class UsageError extends Error {
-  readonly code = 'ERR_RDDP_USAGE';
+/** A command line the tools cannot run (bad flag, bad value): one line on stderr, exit code 2. */
+export class UsageError extends codedError(RddpError, 'ERR_RDDP_USAGE') {
   readonly exitCode = 2;
 }
 

@@ -4,15 +4,22 @@
  * access, more than one Terminate, a bad input without the RFC's answer.
  */
 import { Access, encodeTaggedHeader, encodeUntaggedHeader, StagTable } from '@rddp/ddp';
-import { isLlpError, type LlpCloseEvent, type LlpStream, type SendCallback, type Ulpdu } from '@rddp/llp';
+import {
+  codedError,
+  isLlpError,
+  type LlpCloseEvent,
+  type LlpStream,
+  RddpError,
+  type SendCallback,
+  type Ulpdu,
+} from '@rddp/llp';
 import { decodeFrame, encodeFrame, FpduReader, FpduWriter } from '@rddp/llp-mpa-tcp';
 import { encodeReadRequest, RdmapStream } from '@rddp/rdmap';
 import { BehaviorSubject, ReplaySubject } from 'rxjs';
 import { int, mutate, type Rng, rng, split } from './mutate.js';
 
-export class FuzzFailure extends Error {
-  readonly code = 'ERR_RDDP_FUZZ';
-}
+/** An invariant a fuzz target checks broke: the input and the seed are in the message. */
+export class FuzzFailure extends codedError(RddpError, 'ERR_RDDP_FUZZ') {}
 
 export interface FuzzTarget {
   readonly name: string;
