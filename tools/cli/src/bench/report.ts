@@ -16,17 +16,75 @@ export interface Figure {
   readonly target?: number;
   /** Message size in octets, for bandwidth figures (drawn on the chart). */
   readonly size?: number;
+  /** What the baseline is ("baseline: …"). */
   readonly note?: string;
+  /** The table it belongs to: the two-process headline, the in-process DDP figures, cost growth. */
+  readonly table?: BenchTable;
+  /** Why the figure has no baseline in this run (e.g. "iperf3 not installed"). */
+  readonly skipped?: string;
 }
 
-const LOWER_IS_BETTER = new Set(['us', 'ms', 'MiB']);
+export const BENCH_TABLES = ['headline', 'ddp', 'cost'] as const;
+export type BenchTable = (typeof BENCH_TABLES)[number];
+
+const TABLE_TITLES: Record<BenchTable, string> = {
+  headline: 'Headline: `rddp perf` between two processes, through verbs, against two-process baselines',
+  ddp: 'In-process DDP figures (both ends in one process, against raw TCP in one process)',
+  cost: 'Cost growth with concurrent connections (`rddp perf write_bw -q N`, two processes)',
+};
+
+/** What `--quick` prints instead of met/MISSED: its figures are not comparable with a full run's. */
+export const QUICK_WARNING =
+  'warning: --quick figures are not comparable with the targets (cold JIT, little data, few rounds), so no target is marked met or missed';
+
+const LOWER_IS_BETTER = new Set(['us', 'ms', 'MiB', 'KiB']);
+
+export function lowerIsBetter(f: Pick<Figure, 'unit'>): boolean {
+  return LOWER_IS_BETTER.has(f.unit);
+}
+
+/** A ratio as printed: at most two decimals, no trailing zeros. */
+function times(v: number): string {
+  if (!Number.isFinite(v)) return '—';
+  return v !== 0 && Math.abs(v) < 0.1 ? String(Number(v.toPrecision(2))) : String(round(v));
+}
+
+/** rddp against its baseline as printed: value / baseline, "0.42 ×" (lower-is-better units too). */
+export function timesText(f: Figure): string {
+  return Number.isFinite(f.baseline) && f.baseline !== 0 ? `${times(f.value / f.baseline)} ×` : '—';
+}
+
+/** The target as printed, rounded: "≥ 0.9 ×" of the baseline, or "≤ 1.2 ×" for lower-is-better units. */
+export function targetText(f: Figure): string {
+  if (f.target === undefined) return '';
+  return lowerIsBetter(f) ? `≤ ${times(1 / f.target)} ×` : `≥ ${times(f.target)} ×`;
+}
+
+/** met / MISSED against the target; nothing under --quick (not comparable) or without a baseline. */
+export function status(f: Figure, quick = false): string {
+  if (f.skipped) return f.skipped;
+  if (f.target === undefined || quick || !Number.isFinite(f.ratio)) return '';
+  return f.ratio >= f.target * (1 - 1e-9) ? 'met' : 'MISSED';
+}
+
+/** One line per figure as it is measured. */
+export function figureLine(f: Figure, quick = false): string {
+  const base = f.skipped ? f.skipped : `${f.baseline.toFixed(2)}`;
+  const t = targetText(f);
+  const st = status(f, quick);
+  return `${f.name}: ${f.value.toFixed(2)} ${f.unit} vs ${base} (${timesText(f)}${t ? `, target ${t}` : ''}${st && !f.skipped ? `, ${st}` : ''}) — ${baselineText(f)}`;
+}
+
+function baselineText(f: Figure): string {
+  return (f.note ?? '').replace(/^baseline: /, '');
+}
 
 export function makeFigure(
   name: string,
   unit: string,
   value: number,
   baseline: number,
-  extra: Partial<Pick<Figure, 'target' | 'size' | 'note'>> = {},
+  extra: Partial<Pick<Figure, 'target' | 'size' | 'note' | 'table' | 'skipped'>> = {},
 ): Figure {
   // Lower-is-better figures: a value under the unit's resolution (e.g. RSS growth of 0 MiB) counts as 1 unit,
   // so the ratio stays finite (JSON has no Infinity).
@@ -43,8 +101,10 @@ export function toJsonLines(figures: readonly Figure[]): string {
         value: round(f.value),
         baseline: round(f.baseline),
         ratio: round(f.ratio, 3),
-        ...(f.target !== undefined ? { target: f.target } : {}),
+        ...(f.target !== undefined ? { target: f.target, targetText: targetText(f) } : {}),
         ...(f.note ? { note: f.note } : {}),
+        ...(f.table ? { table: f.table } : {}),
+        ...(f.skipped ? { skipped: f.skipped } : {}),
       }),
     )
     .join('\n');
@@ -55,15 +115,29 @@ function round(v: number, digits = 2): number {
   return Math.round(v * m) / m;
 }
 
-export function toMarkdown(figures: readonly Figure[]): string {
-  const lines = ['| figure | unit | rddp | baseline | ratio | target | |', '|---|---|---:|---:|---:|---:|---|'];
-  for (const f of figures) {
-    const met = f.target === undefined ? '' : f.ratio >= f.target ? 'met' : 'MISSED';
-    lines.push(
-      `| ${f.name} | ${f.unit} | ${round(f.value)} | ${round(f.baseline)} | ${round(f.ratio, 3)} | ${f.target ?? ''} | ${met} |`,
+/**
+ * The figures as Markdown, one table per BenchTable (figures without one: the in-process table). Each
+ * row says what its baseline is; `quick`: a warning instead of met/MISSED.
+ */
+export function toMarkdown(figures: readonly Figure[], o: { quick?: boolean } = {}): string {
+  const out: string[] = [];
+  if (o.quick) out.push(`> ${QUICK_WARNING}`, '');
+  for (const table of BENCH_TABLES) {
+    const rows = figures.filter((f) => (f.table ?? 'ddp') === table);
+    if (!rows.length) continue;
+    out.push(
+      `### ${TABLE_TITLES[table]}`,
+      '',
+      '| figure | unit | rddp | baseline | rddp / baseline | target | | baseline is |',
+      '|---|---|---:|---:|---:|---:|---|---|',
     );
+    for (const f of rows)
+      out.push(
+        `| ${f.name} | ${f.unit} | ${round(f.value)} | ${f.skipped ? '—' : round(f.baseline)} | ${timesText(f)} | ${targetText(f)} | ${status(f, o.quick)} | ${baselineText(f)} |`,
+      );
+    out.push('');
   }
-  return `${lines.join('\n')}\n`;
+  return out.join('\n');
 }
 
 export interface Series {

@@ -13,16 +13,22 @@ import {
   mpaPair,
   rssGrowth,
 } from '../bench/figures.js';
+import { costFigures, costRuns, headlineFigures, headlineRuns } from '../bench/headline.js';
 import {
+  BENCH_TABLES,
+  type BenchTable,
   type Figure,
+  figureLine,
   humanSize,
   makeFigure,
+  QUICK_WARNING,
   type Series,
   toJsonLines,
   toMarkdown,
   toSvgChart,
 } from '../bench/report.js';
 import { median } from '../bench/stats.js';
+import { iperf3Installed } from '../bench/two-process.js';
 import { integerIn, numberIn } from '../flags.js';
 import { type ProgressSink, startProgress } from '../progress.js';
 import { UsageError } from '../transports.js';
@@ -33,7 +39,15 @@ export interface BenchOptions {
   rounds: string;
   warmup: string;
   quick?: boolean;
+  /** Tables to run, comma-separated: headline, ddp, cost (default all). */
+  tables?: string;
+  /** Data volume and round trips relative to a full run (multiplies --quick's eighth). */
+  scale?: string;
 }
+
+/** `--scale` range: a millionth of a run to ten runs. */
+export const BENCH_MIN_SCALE = 1e-6;
+export const BENCH_MAX_SCALE = 10;
 
 /** `--rounds` range: at least one round (a median of nothing is no figure). */
 export const BENCH_MAX_ROUNDS = 1000;
@@ -159,38 +173,66 @@ export async function runBench(o: BenchOptions, log: (s: string) => void, sink: 
     warmupSeconds > BENCH_MAX_WARMUP_S
   )
     throw new UsageError(`--warmup must be a number in 0..${BENCH_MAX_WARMUP_S} (got ${o.warmup})`);
-  const progress = startProgress({
-    label: 'bench runs',
-    total: benchRuns(rounds),
-    ...sink,
-  });
+  const tables = benchTables(o.tables);
+  const scale = (o.quick ? 1 / 8 : 1) * benchScale(o.scale);
+  const total =
+    (tables.has('headline') ? headlineRuns(rounds, iperf3Installed()) : 0) +
+    (tables.has('ddp') ? benchRuns(rounds) : 0) +
+    (tables.has('cost') ? costRuns(rounds) : 0);
+  const progress = startProgress({ label: 'bench runs', total, ...sink });
+  const print = (s: string) => progress.interrupt(() => log(s));
   try {
-    return await benchFigures(o, rounds, warmupSeconds, progress, (s) => {
-      progress.interrupt(() => log(s));
-    });
+    if (o.quick && !o.json) print(QUICK_WARNING);
+    const figures: Figure[] = [];
+    const add = (f: Figure) => {
+      figures.push(f);
+      print(o.json ? toJsonLines([f]) : figureLine(f, o.quick));
+    };
+    const ran = () => progress.add(1);
+    const headline = { rounds, warmUp: warmupSeconds > 0, scale, ran, add };
+    if (tables.has('headline')) await headlineFigures(headline);
+    if (tables.has('ddp')) await benchFigures(rounds, warmupSeconds, scale, progress, add);
+    if (tables.has('cost')) await costFigures(headline);
+    if (o.out) {
+      await mkdir(o.out, { recursive: true });
+      await writeFile(path.join(o.out, 'bench.md'), `${toMarkdown(figures, { quick: o.quick })}\n`);
+      await writeFile(path.join(o.out, 'bench.jsonl'), `${toJsonLines(figures)}\n`);
+      await writeFile(path.join(o.out, 'bandwidth.svg'), bandwidthChart(figures));
+    }
+    return figures;
   } finally {
     progress.stop();
   }
 }
 
+/** `--tables`: a comma-separated subset of BENCH_TABLES. */
+function benchTables(v: string | undefined): Set<BenchTable> {
+  if (v === undefined) return new Set(BENCH_TABLES);
+  const names = v.split(',').map((x) => x.trim());
+  for (const n of names)
+    if (!(BENCH_TABLES as readonly string[]).includes(n))
+      throw new UsageError(`--tables takes ${BENCH_TABLES.join(', ')} (got ${n})`);
+  return new Set(names as BenchTable[]);
+}
+
+function benchScale(v: string | undefined): number {
+  if (v === undefined) return 1;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < BENCH_MIN_SCALE || n > BENCH_MAX_SCALE)
+    throw new UsageError(`--scale must be a number in ${BENCH_MIN_SCALE}..${BENCH_MAX_SCALE} (got ${v})`);
+  return n;
+}
+
+/** The in-process DDP table: both ends in this process against raw TCP in this process. */
 async function benchFigures(
-  o: BenchOptions,
   rounds: number,
   warmupSeconds: number,
+  scale: number,
   progress: { add(n: number): void },
-  log: (s: string) => void,
-): Promise<Figure[]> {
+  add0: (f: Figure) => void,
+): Promise<void> {
   const plan: Plan = { rounds, warmupSeconds, ran: () => progress.add(1) };
-  const scale = o.quick ? 1 / 8 : 1;
-  const figures: Figure[] = [];
-  const add = (f: Figure) => {
-    figures.push(f);
-    log(
-      o.json
-        ? toJsonLines([f])
-        : `${f.name}: ${f.value.toFixed(2)} ${f.unit} vs ${f.baseline.toFixed(2)} (ratio ${f.ratio.toFixed(3)}${f.target ? `, target ${f.target}` : ''})`,
-    );
-  };
+  const add = (f: Figure) => add0({ ...f, table: 'ddp' });
   for (const size of [4096, 64 * 1024, MiB]) {
     const total = Math.max(size * 16, 256 * MiB * scale);
     for (const m of MODES) {
@@ -208,7 +250,7 @@ async function benchFigures(
       );
     }
   }
-  const iters = Math.round(2000 * scale) + 100;
+  const iters = Math.round(2000 * scale) + 100; // at least 100 round trips
   const [lat, latBase] = await alternate(
     plan,
     () => mpaPingPong(iters),
@@ -255,14 +297,7 @@ async function benchFigures(
       note: 'baseline: the 64 MiB budget',
     }),
   );
-  add(await connectionFigure(plan, o.quick ? 200 : 1000));
-  if (o.out) {
-    await mkdir(o.out, { recursive: true });
-    await writeFile(path.join(o.out, 'bench.md'), `${toMarkdown(figures)}\n`);
-    await writeFile(path.join(o.out, 'bench.jsonl'), `${toJsonLines(figures)}\n`);
-    await writeFile(path.join(o.out, 'bandwidth.svg'), bandwidthChart(figures));
-  }
-  return figures;
+  add(await connectionFigure(plan, Math.max(10, Math.round(1000 * Math.min(1, scale * 1.6)))));
 }
 
 export function registerBench(program: Command): void {
@@ -285,10 +320,18 @@ export function registerBench(program: Command): void {
       numberIn(0, BENCH_MAX_WARMUP_S),
       '1',
     )
-    .option('--quick', 'an eighth of the data, for a fast look')
+    .option(
+      '--quick',
+      'an eighth of the data, for a fast look: figures not comparable with the targets (no met/MISSED)',
+    )
+    .option('--tables <list>', `tables to run, comma-separated: ${BENCH_TABLES.join(', ')} (default all)`)
+    .option(
+      '--scale <fraction>',
+      `data volume and round trips relative to a full run, ${BENCH_MIN_SCALE}..${BENCH_MAX_SCALE} (with --quick: of its eighth)`,
+    )
     .addHelpText('after', '\nExamples:\n  rddp bench --json\n  rddp bench --out bench-results --rounds 3')
     .action(async (o: BenchOptions) => {
       const figures = await runBench(o, (s) => console.log(s));
-      if (!o.json) console.log(`\n${toMarkdown(figures)}`);
+      if (!o.json) console.log(`\n${toMarkdown(figures, { quick: o.quick })}`);
     });
 }

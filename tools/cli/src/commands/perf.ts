@@ -6,13 +6,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
 import { type Command, Option } from 'commander';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, take } from 'rxjs';
 import { perfChart } from '../charts/tool-charts.js';
 import { faultsOption } from '../faults.js';
 import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
 import {
   aggregate,
   PERF_TESTS,
+  type PerfClientOptions,
   type PerfParams,
   type PerfResult,
   type PerfServeOptions,
@@ -32,6 +33,8 @@ import {
   type PerfServerLimits,
   type PerfServerRun,
 } from '../perf/hello.js';
+import { connectQps, PERF_MAX_QPS, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
+import { isPerfWorker, PERF_MAX_WORKERS, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
 import { octets, type Progress, type ProgressSink, startProgress, tapCompletions } from '../progress.js';
 import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
 
@@ -64,6 +67,12 @@ export interface PerfOptions {
   bindSourceIp?: string;
   /** Client: also write the table and its chart (`<test>.txt`, `<test>.svg`) into this folder. */
   out?: string;
+  /** perftest's `-q`: queue pairs over as many connections (client opens them, server waits for them). */
+  qps?: string;
+  /** Server: processes serving behind one port, or `auto` (the machine's cores). */
+  workers?: string;
+  /** Client, latency tests: unmeasured round trips before each size's measured ones. */
+  warmUp?: string;
 }
 
 /** Where a server listens unless --bind_source_ip says otherwise: every IPv4 address. */
@@ -191,9 +200,11 @@ export async function perfClientStreams(
   p: PerfParams,
   onResult: (r: PerfResult, perStream: readonly PerfResult[]) => void,
   onMoved?: (octets: number) => void,
+  extra: PerfClientOptions = {},
 ): Promise<PerfResult[]> {
   const n = conn.streams.length;
   const viaStack = {
+    ...extra,
     rdmapFactory: onMoved ? tapCompletions(tt.rdmapFactory, progressOp(p.test), onMoved) : tt.rdmapFactory,
   };
   if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), undefined, 0, viaStack);
@@ -294,6 +305,7 @@ export async function perfLoopback(
         else print(line);
       },
       bar?.onMoved,
+      warmUpOf(o),
     );
   } finally {
     bar?.stop();
@@ -301,6 +313,40 @@ export async function perfLoopback(
   await served;
   if (!o.json) print(RULE);
   return results;
+}
+
+/** perf's `--warm-up` range (unmeasured round trips per size). */
+export const PERF_MAX_WARM_UP = 1_000_000;
+
+/** `--warm-up <n>` as the client's option (latency tests; bandwidth tests ignore it). */
+export function warmUpOf(o: PerfOptions): PerfClientOptions {
+  return o.warmUp === undefined ? {} : { warmUp: int('--warm-up', o.warmUp, 0, PERF_MAX_WARM_UP) };
+}
+
+/** `-q` as a count of queue pairs (connections). */
+export function qpCount(o: PerfOptions): number {
+  return o.qps === undefined ? 1 : int('-q', o.qps, 1, PERF_MAX_QPS);
+}
+
+/** A `-q N` run's rows: the aggregate line, then each QP's line and the server process that served it. */
+export function printQpsRows(
+  p: PerfParams,
+  label: string,
+  rows: readonly QpsRow[],
+  json: boolean | undefined,
+  print: (s: string) => void,
+): void {
+  if (json) {
+    for (const r of rows) print(qpsJson(r));
+    return;
+  }
+  printHeader({ ...p, sizes: rows.map((r) => r.aggregate.row.bytes) }, label, print);
+  for (const r of rows) {
+    print(`${resultLine(r.aggregate)}   (aggregate of ${r.qps.length} QPs)`);
+    for (const q of r.qps)
+      print(`${resultLine(q.result)}   QP ${q.qp}${q.serverPid !== undefined ? `, server pid ${q.serverPid}` : ''}`);
+  }
+  print(RULE);
 }
 
 function transportLabel(transport: string, streams: number): string {
@@ -363,6 +409,21 @@ export function registerPerf(program: Command): void {
     .option('--loopback', 'run server and client in this process')
     .option('--out <dir>', 'client: also write the table and its chart there (<test>.txt, <test>.svg)')
     .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', integerIn(1, 65535), '1')
+    .option(
+      '-q, --qps <n>',
+      `queue pairs over as many connections, started together (client opens them; server waits for them); 1..${PERF_MAX_QPS}`,
+      integerIn(1, PERF_MAX_QPS),
+      '1',
+    )
+    .option(
+      '--warm-up <n>',
+      `client, latency tests: round trips made before each size's measured ones, 0..${PERF_MAX_WARM_UP} (default 0)`,
+      integerIn(0, PERF_MAX_WARM_UP),
+    )
+    .option(
+      '--workers <n>',
+      `server: processes serving behind one port (tcp), 1..${PERF_MAX_WORKERS} or auto (the machine's cores); default 1`,
+    )
     .addOption(faultsOption())
     .option(
       '--max-size <octets>',
@@ -400,7 +461,11 @@ export function registerPerf(program: Command): void {
         if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
         const debugConn = (c: LlpConnection) =>
           perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
+        const qps = qpCount(o);
+        const workers = workerCount(o.workers);
         if (o.loopback) {
+          if (qps > 1) throw new UsageError('-q runs between two processes (without --loopback)');
+          if (o.workers !== undefined) throw new UsageError('--workers applies to a server (without --loopback)');
           const results = await perfLoopback(test, o, print, {});
           if (o.out) {
             const n = o.streams === undefined ? 1 : Number(o.streams);
@@ -419,6 +484,42 @@ export function registerPerf(program: Command): void {
           const serveOptions: PerfServeOptions = { limits, test: test as PerfTest, run };
           const log = (s: string) => console.error(`rddp perf: ${s}`);
           const host = o.bindSourceIp ?? PERF_DEFAULT_BIND;
+          if (workers > 1 || isPerfWorker()) {
+            if (o.transport !== 'tcp') throw new UsageError('--workers serves MPA/TCP connections (--transport tcp)');
+            if (isPerfWorker()) {
+              const serve = (conn: LlpConnection, options: PerfServeOptions) => {
+                debugConn(conn);
+                return perfServeStreams(conn, tt, log, options);
+              };
+              await runPerfWorker({ tt, host, port, options: { ...serveOptions, limits }, serve });
+              return;
+            }
+            const stopped = o.persistent ? stopSignal() : undefined;
+            const perQp: PerfResult[][] = [];
+            const pids: number[] = [];
+            const failed = await runPerfPrimary({
+              workers,
+              connections: o.persistent ? undefined : qps,
+              log,
+              onListening: (at) =>
+                console.error(
+                  `rddp perf: ${test} server listening on ${host}:${at} (${o.transport}, ${workers} workers)`,
+                ),
+              onServed: (results, pid) => {
+                if (o.persistent) {
+                  log(`worker ${pid} served a client`);
+                  printResults(test, o, results, print);
+                } else {
+                  perQp.push(results);
+                  pids.push(pid);
+                }
+              },
+              ...(stopped ? { stopped } : {}),
+            });
+            if (perQp.length) printQpsRows(p, transportLabel(o.transport, 1), qpsRows(perQp, pids), o.json, print);
+            if (failed) log(`${failed} of ${o.persistent ? 'the' : qps} connections failed`);
+            process.exit(failed && !o.persistent ? 1 : 0);
+          }
           const listener = await tt.transport.listen({ host, port }, { params: tt.listenParams });
           // --persistent: SIGINT/SIGTERM are taken before the listening line, so a stop right after it is clean.
           const stopped = o.persistent ? stopSignal() : undefined;
@@ -441,6 +542,42 @@ export function registerPerf(program: Command): void {
             log(`${signal}: stopped`);
             process.exit(0);
           }
+          if (qps > 1) {
+            // -q N: N connections, each served as it comes, one --max-memory budget for all of them.
+            const budget = new MemoryBudget(limits.maxMemory);
+            const served: Promise<PerfResult[]>[] = [];
+            await new Promise<void>((resolve) =>
+              listener.connections$.pipe(take(qps)).subscribe({
+                next: (conn) => {
+                  debugConn(conn);
+                  const one = perfServeStreams(conn, tt, log, { ...serveOptions, budget });
+                  one.catch(() => {}); // settled below
+                  served.push(one);
+                },
+                complete: resolve,
+              }),
+            );
+            await listener.close();
+            const settled = await Promise.allSettled(served);
+            const ok = settled.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+            for (const r of settled) if (r.status === 'rejected') log((r.reason as Error).message);
+            if (ok.length)
+              printQpsRows(
+                p,
+                transportLabel(o.transport, 1),
+                qpsRows(
+                  ok,
+                  ok.map(() => process.pid),
+                ),
+                o.json,
+                print,
+              );
+            if (ok.length < qps) {
+              process.exitCode = 1;
+              log(`${qps - ok.length} of ${qps} connections failed`);
+            }
+            return;
+          }
           const conn = await firstValueFrom(listener.connections$);
           debugConn(conn);
           await listener.close();
@@ -448,7 +585,43 @@ export function registerPerf(program: Command): void {
           return;
         }
         if (o.bindSourceIp !== undefined) throw new UsageError('--bind_source_ip applies to the server');
+        if (o.workers !== undefined) throw new UsageError('--workers applies to the server');
         const p = perfParams(test, o);
+        if (qps > 1) {
+          const conns = await connectQps(qps, () =>
+            tt.transport.connect(
+              { host: server, port },
+              { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
+            ),
+          );
+          const label = `${o.transport}, ${qps} QPs`;
+          const bar = runProgress(
+            p,
+            conns.reduce((a, c) => a + c.streams.length, 0),
+            {},
+          );
+          let rows: QpsRow[];
+          try {
+            rows = await perfClientQps(conns, (conn, extra) =>
+              perfClientStreams(conn, tt, p, () => {}, bar.onMoved, { ...warmUpOf(o), ...extra }),
+            );
+          } finally {
+            bar.stop();
+          }
+          printQpsRows(p, label, rows, o.json, print);
+          if (o.out)
+            await writePerfOut(
+              o.out,
+              p,
+              label,
+              rows.map((r) => r.aggregate),
+            );
+          if (rows.some((r) => !r.aggregate.verified)) {
+            process.exitCode = 1;
+            console.error('rddp perf: data verification failed');
+          }
+          return;
+        }
         const conn = await tt.transport.connect(
           { host: server, port },
           { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
@@ -465,6 +638,7 @@ export function registerPerf(program: Command): void {
               bar.progress.interrupt(() => print(o.json ? JSON.stringify(r) : resultLine(r)));
             },
             bar.onMoved,
+            warmUpOf(o),
           );
         } finally {
           bar.stop();

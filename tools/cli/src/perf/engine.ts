@@ -98,6 +98,8 @@ interface Ready {
   type: 'ready';
   addr: string;
   rkey: number;
+  /** The serving process (a `--workers` server serves from several). */
+  pid: number;
 }
 
 /** The server's answer to a HELLO it does not serve; it closes the connection after it. */
@@ -107,8 +109,8 @@ interface Refused {
 }
 
 /** Client side: READY, or the server's refusal (PerfServerRefusedError). */
-function readReady(octets: Uint8Array): { addr: bigint; rkey: number } {
-  let m: { type?: unknown; reason?: unknown; addr?: unknown; rkey?: unknown } | null = null;
+function readReady(octets: Uint8Array): { addr: bigint; rkey: number; pid?: number } {
+  let m: { type?: unknown; reason?: unknown; addr?: unknown; rkey?: unknown; pid?: unknown } | null = null;
   try {
     m = JSON.parse(new TextDecoder().decode(octets));
   } catch {
@@ -117,7 +119,8 @@ function readReady(octets: Uint8Array): { addr: bigint; rkey: number } {
   if (m?.type === 'refused') throw new PerfServerRefusedError(String(m.reason).slice(0, 300));
   if (m?.type !== 'ready' || typeof m.addr !== 'string' || !/^\d{1,20}$/.test(m.addr) || !Number.isInteger(m.rkey))
     throw new PerfBadMessageError('the server answered HELLO with neither READY nor REFUSED');
-  return { addr: BigInt(m.addr), rkey: m.rkey as number };
+  const pid = Number.isInteger(m.pid) && (m.pid as number) > 0 ? (m.pid as number) : undefined;
+  return { addr: BigInt(m.addr), rkey: m.rkey as number, ...(pid !== undefined ? { pid } : {}) };
 }
 
 /** What a server holds to its clients (the defaults serve any one-stream run). */
@@ -137,6 +140,12 @@ export interface PerfServeOptions {
 export interface PerfClientOptions {
   /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
   readonly rdmapFactory?: RdmapStreamBuilder;
+  /** Hears the server's READY: the pid of the process serving this queue pair, when it says. */
+  readonly onReady?: (serverPid: number | undefined) => void;
+  /** Awaited after READY, before the first measured operation: starts every queue pair of `-q N` together. */
+  readonly start?: () => Promise<void>;
+  /** Latency tests: round trips made and not measured before each size's measured ones (a warm JIT). */
+  readonly warmUp?: number;
 }
 
 function maxSize(p: PerfParams): number {
@@ -225,7 +234,7 @@ async function serveRun(s: RdmaSession, hello: Hello, log: (s: string) => void):
     });
   }
   if (isSend) for (const r of recvs) s.postReceive(r); // before READY: the client starts sending on it
-  const ready: Ready = { type: 'ready', addr: region.addr.toString(), rkey: region.stag };
+  const ready: Ready = { type: 'ready', addr: region.addr.toString(), rkey: region.stag, pid: process.pid };
   await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(ready))] });
   if (isSend) {
     // Measured Sends and the final RESULT share QN 0: everything is received in arrival order.
@@ -282,7 +291,7 @@ export async function perfClient(
   });
   const watch = new PeerWatch(conn, s.rdmap.terminate$);
   try {
-    return await clientRun(s, p, onResult, onProgress);
+    return await clientRun(s, p, onResult, onProgress, options);
   } catch (e) {
     throw await watch.explain(e); // the server's Terminate, reset or close in mid-run, if that is what failed
   }
@@ -294,6 +303,7 @@ async function clientRun(
   p: PerfParams,
   onResult: (r: PerfResult) => void,
   onProgress?: (done: number, total: number) => void,
+  options: PerfClientOptions = {},
 ): Promise<PerfResult[]> {
   const atomic = p.test.startsWith('atomic');
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
@@ -301,7 +311,7 @@ async function clientRun(
   const local = new Uint8Array(maxSize(p));
   const region = s.register(local, Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
   const hello: Hello = { type: 'hello', params: p, addr: region.addr.toString(), rkey: region.stag };
-  let remote: { addr: bigint; rkey: number };
+  let remote: { addr: bigint; rkey: number; pid?: number };
   try {
     if (ctl) {
       await ctl.send(hello);
@@ -315,6 +325,8 @@ async function clientRun(
       remote = readReady(c.buffer.subarray(0, c.byteLength));
       s.postReceive(c.buffer);
     }
+    options.onReady?.(remote.pid);
+    await options.start?.();
   } catch (e) {
     await s.closeWithin(CLOSE_WITHIN_MS);
     throw e;
@@ -400,8 +412,9 @@ async function clientRun(
       };
     } else {
       const samples: number[] = [];
+      const warm = options.warmUp ?? 0;
       const t0 = performance.now();
-      for (let i = 0; until(t0, i); i++) {
+      for (let i = -warm; i < 0 || until(t0, i); i++) {
         const ts = performance.now();
         if (atomic) {
           await fetchAdd();
@@ -424,7 +437,7 @@ async function clientRun(
           const c = await echo;
           s.postReceive(c.buffer);
         }
-        samples.push(((performance.now() - ts) * 1000) / (p.test === 'read_lat' || atomic ? 1 : 2));
+        if (i >= 0) samples.push(((performance.now() - ts) * 1000) / (p.test === 'read_lat' || atomic ? 1 : 2));
       }
       const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
       result = {

@@ -1,0 +1,258 @@
+/**
+ * The bench's headline table (`rddp perf` between two processes, through verbs and RDMAP, each figure
+ * against a same-run two-process baseline) and its cost-growth table (1 to 1 000 connections).
+ * Subject and baselines alternate round by round (each round starts with the next one); medians.
+ */
+import { availableParallelism } from 'node:os';
+import { type Figure, makeFigure } from './report.js';
+import { median } from './stats.js';
+import {
+  iperf3Bandwidth,
+  iperf3Installed,
+  type PerfFigures,
+  type PerfRun,
+  type PingPong,
+  perfTwoProcess,
+  rawPingPongTwoProcess,
+  rawTcpTwoProcess,
+} from './two-process.js';
+
+const KiB = 1024;
+const MiB = 1 << 20;
+const GiB = 1 << 30;
+
+export interface HeadlinePlan {
+  readonly rounds: number;
+  /** One unrecorded run of every subject and baseline first (each run is a fresh process). */
+  readonly warmUp: boolean;
+  /** Data volume and round trips relative to a full run (--quick: 1/8). */
+  readonly scale: number;
+  /** Called after each recorded run (progress). */
+  readonly ran: () => void;
+  /** Each figure once measured. */
+  readonly add: (f: Figure) => void;
+}
+
+/** Runs every function once per round, starting each round with the next one; samples per function. */
+export async function alternateAll<T>(
+  plan: Pick<HeadlinePlan, 'rounds' | 'warmUp' | 'ran'>,
+  runs: readonly (() => Promise<T>)[],
+): Promise<T[][]> {
+  if (plan.warmUp) for (const r of runs) await r();
+  const samples: T[][] = runs.map(() => []);
+  for (let i = 0; i < plan.rounds; i++)
+    for (let k = 0; k < runs.length; k++) {
+      const j = (i + k) % runs.length;
+      (samples[j] as T[]).push(await (runs[j] as () => Promise<T>)());
+      plan.ran();
+    }
+  return samples;
+}
+
+const med = <T>(xs: readonly T[], f: (x: T) => number) => median(xs.map(f));
+
+/** Server process counts the scaling rows run: 1, 2, 4, … up to the machine's cores, and the cores. */
+export function workerSteps(cores = availableParallelism()): number[] {
+  const steps: number[] = [];
+  for (let w = 1; w < cores && w <= 64; w *= 2) steps.push(w);
+  steps.push(Math.min(cores, 64));
+  return steps;
+}
+
+/** The recorded runs the headline table makes (progress total). */
+export function headlineRuns(rounds: number, iperf: boolean, cores = availableParallelism()): number {
+  const bw = iperf ? 3 : 2;
+  // write 64 KiB, write 1 MiB, read, send_lat, message rate, Markers, -q / --workers.
+  return rounds * (bw + bw + 2 + 2 + 1 + 2 + 1 + workerSteps(cores).length);
+}
+
+export const COST_CONNECTIONS = [1, 10, 100, 1000] as const;
+
+export function costRuns(rounds: number): number {
+  return rounds * COST_CONNECTIONS.length;
+}
+
+/** Messages for `total` octets of `size`-octet messages (at least 16). */
+function itersFor(total: number, size: number): number {
+  return Math.max(16, Math.ceil(total / size));
+}
+
+export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
+  const { scale, add } = plan;
+  const total = Math.max(MiB, Math.round(GiB * scale));
+  const iperf = iperf3Installed();
+  const fig = (name: string, unit: string, v: number, b: number, note: string, target?: number) =>
+    add(makeFigure(name, unit, v, b, { table: 'headline', note, ...(target !== undefined ? { target } : {}) }));
+
+  // Bandwidth: perf write_bw / read_bw with CRC (the default) against raw Node TCP and iperf3, same
+  // octets in same-size writes.
+  const bandwidth = async (test: 'write_bw' | 'read_bw', size: number, label: string, raw: number, ip?: number) => {
+    const iters = itersFor(total, size);
+    const runs: (() => Promise<number>)[] = [
+      async () => (await perfTwoProcess({ test, size, iters })).MBps,
+      () => rawTcpTwoProcess(iters * size, size),
+    ];
+    if (ip !== undefined && iperf) runs.push(() => iperf3Bandwidth(size, iters * size));
+    const [s, b, i] = await alternateAll(plan, runs);
+    const v = median(s as number[]);
+    fig(
+      `${label} vs raw Node TCP`,
+      'MB/s',
+      v,
+      median(b as number[]),
+      `baseline: raw Node TCP bulk transfer between two processes, ${size / KiB} KiB writes, same octets`,
+      raw,
+    );
+    if (ip === undefined) return;
+    const name = `${label} vs iperf3 -l ${size >= MiB ? `${size / MiB}M` : `${size / KiB}K`}`;
+    const note = `baseline: iperf3 -l ${size} between two processes (kernel TCP ceiling), same octets`;
+    if (i) fig(name, 'MB/s', v, median(i), note, ip);
+    else
+      add(
+        makeFigure(name, 'MB/s', v, Number.NaN, {
+          table: 'headline',
+          note,
+          target: ip,
+          skipped: 'iperf3 not installed',
+        }),
+      );
+  };
+  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', 0.9, 0.6);
+  await bandwidth('write_bw', MiB, '`perf write_bw -s 1048576` (CRC), two processes', 0.9, 0.6);
+  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', 0.85);
+
+  // send_lat 64 B against a raw ping-pong: the same round trips, both after the same unmeasured ones.
+  const latIters = Math.max(100, Math.round(100_000 * scale));
+  const warm = Math.min(2000, latIters);
+  const [lat, pp] = (await alternateAll<PerfFigures | PingPong>(plan, [
+    () => perfTwoProcess({ test: 'send_lat', size: 64, iters: latIters, warmUp: warm }),
+    () => rawPingPongTwoProcess(latIters, 64, warm),
+  ])) as [PerfFigures[], PingPong[]];
+  const latNote = `baseline: raw Node TCP ping-pong (TCP_NODELAY) between two processes, ${latIters} round trips after ${warm} unmeasured (both)`;
+  const L = (pick: (l: NonNullable<PerfFigures['lat']>) => number) => med(lat, (x) => pick(x.lat ?? nanLat));
+  fig(
+    '`perf send_lat -s 64`, typical half round trip',
+    'us',
+    L((l) => l.median),
+    med(pp, (x) => x.medianUs),
+    `${latNote}, median`,
+    1 / 1.2,
+  );
+  fig(
+    '`perf send_lat -s 64`, average',
+    'us',
+    L((l) => l.avg),
+    med(pp, (x) => x.meanUs),
+    `${latNote}, mean`,
+  );
+  fig(
+    '`perf send_lat -s 64`, p99',
+    'us',
+    L((l) => l.p99),
+    med(pp, (x) => x.p99Us),
+    `${latNote}, p99`,
+    1 / 1.5,
+  );
+  fig(
+    '`perf send_lat -s 64`, max',
+    'us',
+    L((l) => l.max),
+    med(pp, (x) => x.maxUs),
+    `${latNote}, max`,
+    1 / 2,
+  );
+
+  // 64-octet RDMA Writes through verbs, one QP, tx-depth 64: an absolute target, no raw equivalent.
+  const rateIters = Math.max(1000, Math.round(2_000_000 * scale));
+  const [rate] = await alternateAll(plan, [
+    async () => (await perfTwoProcess({ test: 'write_bw', size: 64, iters: rateIters, txDepth: 64 })).Mmsgs,
+  ]);
+  fig(
+    '`perf write_bw -s 64 -t 64`, message rate',
+    'M msg/s',
+    median(rate as number[]),
+    1,
+    'baseline: the absolute target of 1 M messages/s (no same-run equivalent)',
+    1,
+  );
+
+  // MPA Markers (RFC 5044 §5) on both ends against none, both with CRC.
+  const mIters = itersFor(total, 64 * KiB);
+  const [mk, none] = await alternateAll(plan, [
+    async () => (await perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: mIters, markers: true })).MBps,
+    async () => (await perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: mIters })).MBps,
+  ]);
+  fig(
+    '`perf write_bw -s 65536 --markers` (CRC), two processes',
+    'MB/s',
+    median(mk as number[]),
+    median(none as number[]),
+    'baseline: the same without Markers, same run',
+    0.7,
+  );
+
+  // perftest's -q: 8 QPs over 8 connections against 1, and the server on 1 … cores processes.
+  const steps = workerSteps();
+  const qIters = Math.max(16, Math.ceil(mIters / 8));
+  const runs: (() => Promise<PerfFigures>)[] = [
+    () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: mIters }),
+    ...steps.map((w) => () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: qIters, qps: 8, workers: w })),
+  ];
+  const [one, ...scaled] = await alternateAll(plan, runs);
+  const oneQp = med(one as PerfFigures[], (x) => x.MBps);
+  steps.forEach((w, k) => {
+    const s = scaled[k] as PerfFigures[];
+    const pids = Math.max(...s.map((x) => x.serverPids.length));
+    fig(
+      `\`perf write_bw -s 65536 -q 8\`, server \`--workers ${w}\` (${pids} serving process${pids === 1 ? '' : 'es'})`,
+      'MB/s',
+      med(s, (x) => x.MBps),
+      oneQp,
+      'baseline: `perf write_bw -s 65536`, 1 QP, one server process, same run',
+      w === 1 ? 1 : undefined,
+    );
+  });
+}
+
+const nanLat = { median: Number.NaN, avg: Number.NaN, p99: Number.NaN, max: Number.NaN };
+
+/**
+ * Cost growth: `perf write_bw -s 65536 -q N` for N = 1, 10, 100, 1 000 connections: bandwidth per
+ * connection and server RSS growth per connection, each against the 1-connection figure.
+ */
+export async function costFigures(plan: HeadlinePlan): Promise<void> {
+  const total = Math.max(MiB, Math.round(256 * MiB * plan.scale));
+  const size = 64 * KiB;
+  const per: { n: number; MBps: number; rssKiB: number }[] = [];
+  for (const n of COST_CONNECTIONS) {
+    const run: PerfRun = { test: 'write_bw', size, iters: Math.max(4, Math.ceil(total / size / n)), qps: n, rss: true };
+    const [s] = (await alternateAll(plan, [() => perfTwoProcess(run)])) as [PerfFigures[]];
+    per.push({
+      n,
+      MBps: med(s, (x) => x.MBps / n),
+      rssKiB: med(s, (x) => (x.rss ? (x.rss.peakKiB - x.rss.idleKiB) / n : Number.NaN)),
+    });
+  }
+  const first = per[0] as (typeof per)[number];
+  for (const p of per) {
+    const n = p.n.toLocaleString('en-US').replace(',', ' ');
+    plan.add(
+      makeFigure(`${n} connection${p.n === 1 ? '' : 's'}: bandwidth per connection`, 'MB/s', p.MBps, first.MBps, {
+        table: 'cost',
+        note: 'baseline: 1 connection, same run',
+      }),
+    );
+    plan.add(
+      makeFigure(
+        `${n} connection${p.n === 1 ? '' : 's'}: server RSS growth per connection`,
+        'KiB',
+        p.rssKiB,
+        first.rssKiB,
+        {
+          table: 'cost',
+          note: 'baseline: 1 connection, same run (peak RSS while serving minus RSS once listening, /proc)',
+        },
+      ),
+    );
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * The bench's two-process raw Node TCP baselines, run as their own program (node: modules only, so the
+ * baseline process carries nothing of rddp):
+ *   node raw-tcp.js bulk <total octets> <write size>  — the parent receives and only counts, a forked
+ *     child writes `total` octets in `write size` writes honouring backpressure; prints {"MBps"} (10^6/s),
+ *     timed at the receiver from the first octet to the last.
+ *   node raw-tcp.js pingpong <round trips> <size> <warm-up round trips>  — TCP_NODELAY ping-pong with a
+ *     forked child echoing; prints {"meanUs","medianUs","p99Us","maxUs"} of the half round trip.
+ */
+import { fork } from 'node:child_process';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const self = fileURLToPath(import.meta.url);
+
+function bulkServer(total: number, size: number): void {
+  const srv = net.createServer((sock) => {
+    let got = 0;
+    let t0 = 0n;
+    sock.on('data', (d: Buffer) => {
+      if (got === 0) t0 = process.hrtime.bigint();
+      got += d.length;
+      if (got >= total) {
+        const ns = Number(process.hrtime.bigint() - t0);
+        console.log(JSON.stringify({ MBps: got / 1e3 / (ns / 1e6), octets: got, writeSize: size }));
+        sock.destroy();
+        srv.close();
+        child.kill();
+      }
+    });
+  });
+  let child: ReturnType<typeof fork>;
+  srv.listen(0, '127.0.0.1', () => {
+    const port = (srv.address() as net.AddressInfo).port;
+    child = fork(self, ['bulk-client', String(port), String(total), String(size)]);
+  });
+}
+
+function bulkClient(port: number, total: number, size: number): void {
+  const buf = Buffer.alloc(size, 0xab);
+  const s = net.connect(port, '127.0.0.1', () => {
+    let sent = 0;
+    const pump = () => {
+      while (sent < total) {
+        sent += size;
+        if (!s.write(buf)) {
+          s.once('drain', pump);
+          return;
+        }
+      }
+      s.end();
+    };
+    pump();
+  });
+  s.on('data', () => {});
+  s.on('error', () => process.exit(0)); // the receiver closes once it has counted everything
+  s.on('close', () => process.exit(0));
+}
+
+function pingPongServer(iters: number, size: number, warm: number): void {
+  const srv = net.createServer((sock) => {
+    sock.setNoDelay(true);
+    const msg = Buffer.alloc(size, 2);
+    const rtts = new Float64Array(iters);
+    let done = 0;
+    let have = 0;
+    let last = 0n;
+    sock.on('data', (d: Buffer) => {
+      have += d.length;
+      while (have >= size) {
+        have -= size;
+        done++;
+        const now = process.hrtime.bigint();
+        if (done > warm) rtts[done - warm - 1] = Number(now - last) / 1000;
+        last = now;
+        if (done === warm + iters) {
+          const sorted = Array.from(rtts).sort((a, b) => a - b);
+          const q = (f: number) => (sorted[Math.min(iters - 1, Math.ceil(f * iters) - 1)] as number) / 2;
+          const sum = sorted.reduce((a, b) => a + b, 0);
+          console.log(
+            JSON.stringify({
+              size,
+              iters,
+              meanUs: sum / iters / 2,
+              medianUs: q(0.5),
+              p99Us: q(0.99),
+              maxUs: (sorted[iters - 1] as number) / 2,
+            }),
+          );
+          sock.destroy();
+          srv.close();
+          return;
+        }
+        sock.write(msg);
+      }
+    });
+    last = process.hrtime.bigint();
+    sock.write(msg);
+  });
+  srv.listen(0, '127.0.0.1', () => {
+    fork(self, ['pingpong-client', String((srv.address() as net.AddressInfo).port), String(size)]);
+  });
+}
+
+function pingPongClient(port: number, size: number): void {
+  const s = net.connect(port, '127.0.0.1', () => s.setNoDelay(true));
+  const msg = Buffer.alloc(size, 1);
+  let have = 0;
+  s.on('data', (d: Buffer) => {
+    have += d.length;
+    while (have >= size) {
+      have -= size;
+      s.write(msg);
+    }
+  });
+  s.on('error', () => process.exit(0));
+  s.on('close', () => process.exit(0));
+}
+
+function arg(i: number): number {
+  const n = Number(process.argv[i]);
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`raw-tcp: argument ${i - 2} must be a positive integer (got ${process.argv[i]})`);
+    process.exit(2);
+  }
+  return n;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const mode = process.argv[2];
+  if (mode === 'bulk') bulkServer(arg(3), arg(4));
+  else if (mode === 'bulk-client') bulkClient(arg(3), arg(4), arg(5));
+  else if (mode === 'pingpong') pingPongServer(arg(3), arg(4), Number(process.argv[5] ?? 2000) || 0);
+  else if (mode === 'pingpong-client') pingPongClient(arg(3), arg(4));
+  else {
+    console.error('usage: raw-tcp.js bulk <total> <write size> | pingpong <round trips> <size> [warm-up]');
+    process.exit(2);
+  }
+}

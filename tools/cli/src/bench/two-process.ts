@@ -1,0 +1,263 @@
+/**
+ * The headline figures: `rddp perf` as users run it — a server process and a client process on
+ * 127.0.0.1, through verbs and RDMAP — and their baselines, each in two processes too: raw Node TCP
+ * (./raw-tcp.ts) and, where installed, iperf3 (kernel TCP with no JavaScript in the path).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/** The CLI the figures run (`tools/cli/dist/main.js`, from src/bench and dist/bench alike). */
+export const RDDP_MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+/** The raw TCP baseline program (compiled next to the CLI). */
+export const RAW_TCP = fileURLToPath(new URL('../../dist/bench/raw-tcp.js', import.meta.url));
+/** One child process may run this long before it is killed and the figure fails. */
+const CHILD_TIMEOUT_MS = 10 * 60_000;
+
+/** perf prints perftest's MB/sec (2^20 octets/s); the bench counts 10^6 octets/s as the baselines do. */
+const MIB_PER_MB = 1.048576;
+
+interface Ran {
+  readonly code: number | null;
+  readonly out: string;
+  readonly err: string;
+}
+
+function start(cmd: string, args: readonly string[]): { child: ChildProcess; done: Promise<Ran> } {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_TIMEOUT_MS);
+  const done = new Promise<Ran>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err });
+    });
+  });
+  return { child, done };
+}
+
+async function ranOk(what: string, p: Promise<Ran>): Promise<Ran> {
+  const r = await p;
+  if (r.code !== 0) throw new Error(`${what} exited with code ${r.code}: ${r.err.trim().slice(-500)}`);
+  return r;
+}
+
+function lastJson<T>(what: string, out: string): T {
+  const line = out.trim().split('\n').at(-1) ?? '';
+  try {
+    return JSON.parse(line) as T;
+  } catch {
+    throw new Error(`${what} printed no JSON result: ${out.trim().slice(-300)}`);
+  }
+}
+
+/** Resident set of a process in KiB from /proc (Linux); undefined elsewhere or once it has gone. */
+export function rssKiB(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface PerfRun {
+  readonly test: 'write_bw' | 'read_bw' | 'send_lat';
+  readonly size: number;
+  readonly iters: number;
+  readonly txDepth?: number;
+  readonly crc?: boolean;
+  readonly markers?: boolean;
+  readonly qps?: number;
+  readonly workers?: number;
+  /** Latency tests: unmeasured round trips first (perf --warm-up). */
+  readonly warmUp?: number;
+  /** Sample the server's RSS while it runs (cost figures). */
+  readonly rss?: boolean;
+}
+
+/** The client's aggregate row (perf --json), in bench units, and the server's RSS when sampled. */
+export interface PerfFigures {
+  /** MB/s, 10^6 octets per second (bandwidth tests). */
+  readonly MBps: number;
+  /** Million messages per second (bandwidth tests). */
+  readonly Mmsgs: number;
+  /** Half round trip in µs (latency tests). */
+  readonly lat?: { median: number; avg: number; p99: number; max: number };
+  /** Distinct server processes that served the queue pairs (READY's pid). */
+  readonly serverPids: readonly number[];
+  /** Server RSS in KiB once listening (idle) and its peak during the run. */
+  readonly rss?: { idleKiB: number; peakKiB: number };
+}
+
+interface PerfJson {
+  kind: 'bw' | 'lat';
+  verified: boolean;
+  row: {
+    avgMBps?: number;
+    msgRateMpps?: number;
+    lat?: { median: number; avg: number; p99: number; max: number };
+  };
+  perQp?: { serverPid?: number; verified: boolean }[];
+}
+
+/** Runs `rddp perf` as two processes (server, then client on the port it prints); the client's figures. */
+export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
+  const common = [...(r.crc === false ? ['--no-crc'] : []), ...(r.markers ? ['--markers'] : [])];
+  const q = r.qps ?? 1;
+  const server = start(process.execPath, [
+    RDDP_MAIN,
+    'perf',
+    r.test,
+    '-p',
+    '0',
+    '--bind_source_ip',
+    '127.0.0.1',
+    '-q',
+    String(q),
+    '--max-memory',
+    String(2 ** 34),
+    ...(r.workers && r.workers > 1 ? ['--workers', String(r.workers)] : []),
+    ...common,
+  ]);
+  try {
+    const port = await listeningPort(server.child, server.done);
+    const pid = server.child.pid as number;
+    let idle: number | undefined;
+    let peak = 0;
+    const sample = () => {
+      const kib = rssKiB(pid);
+      if (kib !== undefined) {
+        idle ??= kib;
+        peak = Math.max(peak, kib);
+      }
+    };
+    if (r.rss) sample();
+    const timer = r.rss ? setInterval(sample, 20) : undefined;
+    let c: Ran;
+    try {
+      c = await ranOk(
+        `perf ${r.test} client`,
+        start(process.execPath, [
+          RDDP_MAIN,
+          'perf',
+          r.test,
+          '127.0.0.1',
+          '-p',
+          String(port),
+          '-s',
+          String(r.size),
+          '-n',
+          String(r.iters),
+          '-t',
+          String(r.txDepth ?? 64),
+          '-q',
+          String(q),
+          '--json',
+          ...(r.warmUp ? ['--warm-up', String(r.warmUp)] : []),
+          ...common,
+        ]).done,
+      );
+    } finally {
+      if (timer) clearInterval(timer);
+    }
+    await ranOk(`perf ${r.test} server`, server.done);
+    const j = lastJson<PerfJson>(`perf ${r.test} client`, c.out);
+    if (!j.verified) throw new Error(`perf ${r.test}: the client's data verification failed`);
+    const serverPids = [...new Set((j.perQp ?? []).map((x) => x.serverPid).filter((x) => x !== undefined))];
+    return {
+      MBps: (j.row.avgMBps ?? Number.NaN) * MIB_PER_MB,
+      Mmsgs: j.row.msgRateMpps ?? Number.NaN,
+      ...(j.row.lat ? { lat: j.row.lat } : {}),
+      serverPids,
+      ...(r.rss && idle !== undefined ? { rss: { idleKiB: idle, peakKiB: peak } } : {}),
+    };
+  } finally {
+    server.child.kill();
+  }
+}
+
+/** The port from the server's "listening on HOST:PORT" line on stderr. */
+async function listeningPort(child: ChildProcess, done: Promise<Ran>): Promise<number> {
+  let seen = '';
+  const port = new Promise<number>((resolve) => {
+    child.stderr?.on('data', (d) => {
+      seen += d;
+      const m = /listening on \S+:(\d+)/.exec(seen);
+      if (m) resolve(Number(m[1]));
+    });
+  });
+  const ended = done.then((r) => {
+    throw new Error(`the perf server exited before listening (code ${r.code}): ${r.err.trim().slice(-300)}`);
+  });
+  return Promise.race([port, ended]);
+}
+
+/** Raw Node TCP bulk transfer between two processes: `total` octets in `size`-octet writes. MB/s. */
+export async function rawTcpTwoProcess(total: number, size: number): Promise<number> {
+  const r = await ranOk('raw TCP bulk', start(process.execPath, [RAW_TCP, 'bulk', String(total), String(size)]).done);
+  return lastJson<{ MBps: number }>('raw TCP bulk', r.out).MBps;
+}
+
+export interface PingPong {
+  readonly medianUs: number;
+  readonly meanUs: number;
+  readonly p99Us: number;
+  readonly maxUs: number;
+}
+
+/** Raw Node TCP ping-pong between two processes: `iters` measured round trips after `warm` unmeasured. */
+export async function rawPingPongTwoProcess(iters: number, size: number, warm: number): Promise<PingPong> {
+  const r = await ranOk(
+    'raw TCP ping-pong',
+    start(process.execPath, [RAW_TCP, 'pingpong', String(iters), String(size), String(warm)]).done,
+  );
+  return lastJson<PingPong>('raw TCP ping-pong', r.out);
+}
+
+/** Whether iperf3 runs here. */
+export function iperf3Installed(): boolean {
+  const r = spawnSync('iperf3', ['--version'], { stdio: 'ignore' });
+  return !r.error && r.status === 0;
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as net.AddressInfo).port;
+  s.close();
+  await once(s, 'close');
+  return port;
+}
+
+/** `iperf3 -l <len>` between two processes on 127.0.0.1 moving `total` octets: the receiver's MB/s. */
+export async function iperf3Bandwidth(len: number, total: number): Promise<number> {
+  const port = await freePort();
+  const server = start('iperf3', ['-s', '-1', '--forceflush', '-B', '127.0.0.1', '-p', String(port)]);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      server.child.stdout?.on('data', (d) => {
+        seen += d;
+        if (seen.includes('Server listening')) resolve();
+      });
+      server.done.then((r) => reject(new Error(`iperf3 -s exited (code ${r.code}): ${r.err.trim()}`)), reject);
+    });
+    const c = await ranOk(
+      'iperf3 -c',
+      start('iperf3', ['-c', '127.0.0.1', '-p', String(port), '-l', String(len), '-n', String(total), '-J']).done,
+    );
+    const j = JSON.parse(c.out) as { end?: { sum_received?: { bits_per_second?: number } } };
+    const bps = j.end?.sum_received?.bits_per_second;
+    if (typeof bps !== 'number') throw new Error('iperf3 -J printed no sum_received');
+    return bps / 8 / 1e6;
+  } finally {
+    server.child.kill();
+  }
+}
