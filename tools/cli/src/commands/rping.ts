@@ -54,6 +54,8 @@ export interface RpingOptions {
   maxClients?: string;
   /** -P: octets of ping buffers all clients together may make the server hold. */
   maxMemory?: string;
+  /** Hidden: a deliberate bug, the control that proves `rddp conformance` can fail (PLANTED_BUGS). */
+  plantBug?: string;
 }
 
 /** Largest ping a server follows a client to (its own -S may be smaller). */
@@ -63,6 +65,47 @@ const TERMINATE_WITHIN_MS = 2000;
 /** -P defaults: clients served at once, and the octets of ping buffers they may make the server hold. */
 export const RPING_DEFAULT_MAX_CLIENTS = 64;
 export const RPING_DEFAULT_MAX_MEMORY = 256 << 20;
+
+/**
+ * PLANTED BUG (hidden `--plant-bug`, for the conformance kit's control case only): `terminate-code`
+ * answers an RDMA Write to an invalid STag with DDP Error Code 0x01 (base or bounds) instead of RFC 5041
+ * §7.2's 0x00 (Invalid STag). The Terminate is rewritten on its way to the LLP, the stack is untouched.
+ */
+export const PLANTED_BUGS = ['terminate-code'] as const;
+
+function plantTerminateCodeBug(conn: LlpConnection): LlpConnection {
+  const wrap = (stream: LlpConnection['streams'][number]) =>
+    new Proxy(stream, {
+      get(t, p) {
+        if (p === 'send')
+          return (ulpdu: readonly Uint8Array[], done?: Parameters<typeof t.send>[1]) => {
+            const u = Buffer.concat(ulpdu.map((x) => Buffer.from(x.buffer, x.byteOffset, x.byteLength)));
+            // Untagged (T=0), RDMAP Terminate (opcode 0x7) on QN 2, Layer DDP / Tagged Buffer Error, code 0x00.
+            if (
+              u.length > 19 &&
+              (u[0] as number) >> 7 === 0 &&
+              ((u[1] as number) & 0x0f) === 0x7 &&
+              u.readUInt32BE(6) === 2
+            )
+              if (u[18] === 0x11 && u[19] === 0x00) {
+                u[19] = 0x01;
+                return t.send([u], done);
+              }
+            return t.send(ulpdu, done);
+          };
+        const v = Reflect.get(t, p, t);
+        return typeof v === 'function' ? v.bind(t) : v;
+      },
+    });
+  const streams = conn.streams.map(wrap);
+  return new Proxy(conn, {
+    get(t, p) {
+      if (p === 'streams') return streams;
+      const v = Reflect.get(t, p, t);
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+  });
+}
 
 /** log: stdout; debug: stderr under -d; note: stderr always (-P's line per client). */
 type Out = { log(s: string): void; debug(s: string): void; note?(s: string): void };
@@ -224,6 +267,10 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
     o.maxClients === undefined ? RPING_DEFAULT_MAX_CLIENTS : int('--max-clients', o.maxClients, 1, 65535);
   const maxMemory =
     o.maxMemory === undefined ? RPING_DEFAULT_MAX_MEMORY : int('--max-memory', o.maxMemory, RPING_MIN_SIZE, 2 ** 40);
+  if (o.plantBug !== undefined && !(PLANTED_BUGS as readonly string[]).includes(o.plantBug))
+    throw new UsageError(`--plant-bug must be one of: ${PLANTED_BUGS.join(', ')}`);
+  if (o.plantBug !== undefined && o.client) throw new UsageError('--plant-bug applies to the server (-s)');
+  const plant = o.plantBug === 'terminate-code' ? plantTerminateCodeBug : (c: LlpConnection) => c;
   const tt = toolTransport(o);
   if (o.client) {
     out.debug(`connecting to ${o.addr}:${port} over ${o.transport}`);
@@ -253,13 +300,13 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
   out.debug(`listening on ${listener.address.host}:${listener.address.port} over ${o.transport}`);
   listener.errors$.subscribe((e) => out.debug(`connection setup failed: ${e.message}`));
   if (stopped) {
-    await servePersistent(listener, tt, { size, verbose: !!o.verbose, maxClients, maxMemory }, stopped, out);
+    await servePersistent(listener, tt, { size, verbose: !!o.verbose, maxClients, maxMemory, plant }, stopped, out);
     return;
   }
   const conn = await firstValueFrom(listener.connections$);
   await listener.close();
   out.debug(`accepted ${conn.remoteAddress.host}:${conn.remoteAddress.port}: ${JSON.stringify(conn.setup.negotiated)}`);
-  const pings = await rpingServe(conn, tt, { size, verbose: !!o.verbose }, out);
+  const pings = await rpingServe(plant(conn), tt, { size, verbose: !!o.verbose }, out);
   (out.note ?? out.debug)(`served ${pings} pings`);
 }
 
@@ -270,7 +317,13 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
 async function servePersistent(
   listener: LlpListener,
   tt: ToolTransport,
-  o: { size: number; verbose: boolean; maxClients: number; maxMemory: number },
+  o: {
+    size: number;
+    verbose: boolean;
+    maxClients: number;
+    maxMemory: number;
+    plant: (c: LlpConnection) => LlpConnection;
+  },
   stopped: Promise<string>,
   out: Out,
 ): Promise<void> {
@@ -287,7 +340,7 @@ async function servePersistent(
     }
     active.add(conn);
     out.debug(`accepted ${peer}: ${JSON.stringify(conn.setup.negotiated)}`);
-    rpingServe(conn, tt, { size: o.size, verbose: o.verbose, budget }, out)
+    rpingServe(o.plant(conn), tt, { size: o.size, verbose: o.verbose, budget }, out)
       .then(
         (pings) => note(`${peer}: served ${pings} pings`),
         (e: { message?: string; code?: string }) =>
@@ -344,6 +397,8 @@ export function registerRping(program: Command): void {
       `-P: octets of ping buffers all clients may make the server hold (default ${RPING_DEFAULT_MAX_MEMORY})`,
       integerIn(RPING_MIN_SIZE, 2 ** 40),
     )
+    // PLANTED BUG control for `rddp conformance` (see PLANTED_BUGS); hidden from --help.
+    .addOption(new Option('--plant-bug <bug>', 'a deliberate protocol bug (conformance control)').hideHelp())
     .addHelpText(
       'after',
       '\nExamples:\n  rddp rping -s -a 127.0.0.1\n  rddp rping -s -P -a 127.0.0.1\n  rddp rping -c -a 127.0.0.1 -C 100 -S 4096 -V\n  rddp rping -c -a 127.0.0.1 -C 10 -v --mpa-rev 2 --p2p read',
@@ -367,6 +422,7 @@ export function registerRping(program: Command): void {
         persistent: raw.P as boolean | undefined,
         maxClients: raw.maxClients as string | undefined,
         maxMemory: raw.maxMemory as string | undefined,
+        plantBug: raw.plantBug as string | undefined,
       };
       const out: Out = {
         log: (s) => console.log(s),

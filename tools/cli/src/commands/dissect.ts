@@ -1,0 +1,45 @@
+/**
+ * `rddp dissect FILE.pcap[ng]` — decodes the iWARP traffic of a capture (MPA/TCP, DDP over SCTP, the UDP
+ * LLP) with @rddp/conformance's own codec and flags what a receiver must reject, with the clause.
+ * Exit status: 0 decoded, nothing to reject; 3 decoded, findings to reject; 1 unreadable input; 2 usage.
+ */
+import { dissectExitStatus, dissectFile, formatDissectJson, formatDissectText } from '@rddp/conformance';
+import type { Command } from 'commander';
+import { integerIn, integerListIn } from '../flags.js';
+
+export function registerDissect(program: Command): void {
+  program
+    .command('dissect')
+    .description('decode an iWARP capture (pcap/pcapng): MPA, DDP, RDMAP per frame, per-connection summary, findings')
+    .argument('<file>', 'capture file (pcap or pcapng)')
+    .option('--json', 'print the whole report as JSON')
+    .option('--notes', 'also list notes (findings that are not errors)')
+    .option('--max-ulpdu <n>', 'longest ULPDU accepted without a finding (RFC 5044 §3: 64768)', integerIn(1, 65535))
+    .option('--sctp-udp-port <list>', 'UDP ports carrying SCTP (9899, RFC 6951, always)', integerListIn(1, 65535))
+    .option(
+      '--udp-llp-port <list>',
+      'UDP ports carrying the UDP LLP (flows opened by a REQUEST are found anyway)',
+      integerListIn(1, 65535),
+    )
+    .addHelpText(
+      'after',
+      '\nExit status: 0 decoded and nothing to reject, 3 findings a receiver must reject, 1 unreadable input, 2 usage.\n' +
+        '\nExamples:\n  tshark -i lo -w cap.pcapng -f "tcp port 7174" & rddp rping -c -C 3; rddp dissect cap.pcapng\n' +
+        '  rddp dissect --json cap.pcap | jq .findings',
+    )
+    .action(
+      async (
+        file: string,
+        o: { json?: boolean; notes?: boolean; maxUlpdu?: string; sctpUdpPort?: string; udpLlpPort?: string },
+      ) => {
+        const ports = (s?: string) => (s === undefined ? [] : s.split(',').map((x) => Number(x.trim())));
+        const report = await dissectFile(file, {
+          ...(o.maxUlpdu !== undefined ? { maxUlpdu: Number(o.maxUlpdu) } : {}),
+          sctpUdpPorts: ports(o.sctpUdpPort),
+          udpLlpPorts: ports(o.udpLlpPort),
+        });
+        process.stdout.write(o.json ? formatDissectJson(report) : formatDissectText(report, { notes: !!o.notes }));
+        process.exit(dissectExitStatus(report));
+      },
+    );
+}

@@ -1,0 +1,843 @@
+/**
+ * The cases, each named by what it checks and citing the clause; ordered by value: MPA startup, the
+ * honest exchange, RFC 5041 §7.2 errors, RFC 5040 §7 Terminates, FPDU framing, RFC 6581, ordering,
+ * Send with Invalidate, RFC 7306 and the perf tests.
+ */
+import { MPA_MAX_PRIVATE_DATA, Opcode, TerminateLayer } from '../wire/constants.js';
+import { encodeReadRequest } from '../wire/rdmap.js';
+import { encodeTerminate } from '../wire/terminate.js';
+import { ConformancePeerClosedError } from './errors.js';
+import { expectLlpRefusal, expectTerminate, type TerminateSpec } from './expect.js';
+import { clientToReadRequest, open, openClient, openServer, type Peer, serverToSink, serverToSource } from './peer.js';
+import { irdOutcome, perfCases } from './perf.js';
+import { pingText, rpingClient, rpingServer } from './rping.js';
+import { describe, enhancedOf, KIT_IRD, MPA_FLAG_ENHANCED, readMpaFrame, terminateOf } from './session.js';
+import { type CaseContext, type CaseOutcome, type ConformanceCase, fail, type Mode, pass, skip } from './types.js';
+
+/** An STag no implementation hands out before it has registered a great many regions. */
+export const UNKNOWN_STAG = 0xfffe_ff00;
+
+const both = ['client', 'server'] as const;
+const clientOnly = ['client'] as const;
+const serverOnly = ['server'] as const;
+
+/** DDP Layer / Error Types (RFC 5041 §7.2), RDMAP Error Types (RFC 5040 §4.8). */
+const DDP = TerminateLayer.Ddp;
+const RDMA = TerminateLayer.Rdma;
+const TAGGED = 1;
+const UNTAGGED = 2;
+const PROTECTION = 1;
+const OPERATION = 2;
+
+/**
+ * The honest exchange: one rping (client role: the kit pings, then closes and the target must close
+ * too; server role: the kit serves one ping and the client must close after it).
+ */
+export async function honestRping(ctx: CaseContext): Promise<CaseOutcome> {
+  const p = await open(ctx);
+  if (ctx.role === 'client') {
+    const r = await rpingClient(p.s, p.rx);
+    p.s.conn.end();
+    const end = await p.s.conn.waitClose(ctx.waitMs);
+    if (!end) return fail(`${r.pings} ping served, but the target did not close after the kit's FIN`);
+    return pass(
+      `${r.pings} ping of ${r.octets} octets (Send, Read, Write), then ${end.how === 'fin' ? 'FIN' : 'reset'}`,
+    );
+  }
+  const data = await rpingServer(p.s, p.rx);
+  const end = await p.s.conn.waitClose(ctx.waitMs);
+  if (!end) return fail('one ping served, but the client did not end the connection');
+  const text = Buffer.from(data.subarray(0, Math.max(0, data.indexOf(0)))).toString('latin1');
+  if (!text.startsWith('rdma-ping-')) return fail(`the client's ping text is ${JSON.stringify(text.slice(0, 20))}`);
+  return pass(
+    `one ping of ${data.length} octets ("${text.slice(0, 14)}…"), then the client's ${end.how === 'fin' ? 'FIN' : 'reset'}`,
+  );
+}
+
+/**
+ * Client role: the fault rides on a Read Response, which RFC 5040 §5.2.2 ties to its Read Request; a
+ * target that checks that first answers Remote Operation Error (Figure 10: never a Protection Error).
+ */
+function readResponseAlso(ctx: CaseContext): Pick<TerminateSpec, 'also'> {
+  return ctx.role === 'client' ? { also: [{ layer: RDMA, etype: OPERATION, codes: [0xff] }] } : {};
+}
+
+/** Client role: a fault right after startup; server role: after the client's first Send. */
+async function ready(ctx: CaseContext): Promise<Peer> {
+  const p = await open(ctx);
+  if (ctx.role === 'server') await serverToSource(p);
+  return p;
+}
+
+/** An untagged-error case: `make` builds the faulty ULPDU on a ready connection. */
+function untaggedCase(
+  name: string,
+  clause: string,
+  title: string,
+  code: number,
+  make: (p: Peer) => Uint8Array,
+): ConformanceCase {
+  return {
+    name,
+    clause,
+    title,
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = make(p);
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [code], ulpdu: u });
+    },
+  };
+}
+
+function withCrc(mode: Mode): string | undefined {
+  return mode.crc ? undefined : 'CRCs are off in this mode (--crc on checks them)';
+}
+
+/** Opens, sends `bytes` instead of an FPDU, and expects an LLP refusal. */
+function framingCase(
+  name: string,
+  clause: string,
+  title: string,
+  codes: number[],
+  fault: (p: Peer) => void,
+  skipIn?: ConformanceCase['skipIn'],
+): ConformanceCase {
+  return {
+    name,
+    clause,
+    title,
+    roles: both,
+    error: true,
+    ...(skipIn ? { skipIn } : {}),
+    async run(ctx) {
+      const p = await ready(ctx);
+      fault(p);
+      return expectLlpRefusal(p.s, codes, title);
+    },
+  };
+}
+
+/** A Send of `n` payload octets in one ULPDU whose length field says `lengthField`. */
+function rawFpdu(p: Peer, ulpduLength: number): void {
+  const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(Math.max(0, ulpduLength - 18)));
+  p.s.sendUlpdu(ulpduLength < 18 ? u.subarray(0, ulpduLength) : u);
+}
+
+/** MPA startup: the kit's Request with `request` overrides; checks the target closes or rejects. */
+async function startupRefused(ctx: CaseContext, bytes: Uint8Array, what: string): Promise<CaseOutcome> {
+  const conn = await ctx.connect();
+  conn.write(bytes);
+  try {
+    const reply = await readMpaFrame(conn, 'reply', ctx.waitMs);
+    if (!reply.reject) return fail(`${what}: the target accepted it (MPA Reply, R clear)`);
+    const end = await conn.waitClose(ctx.waitMs);
+    return end
+      ? pass(`${what}: MPA Reply with R set, then ${end.how === 'fin' ? 'FIN' : 'reset'}`)
+      : fail(`${what}: rejected, but the connection stays open`);
+  } catch (e) {
+    if (e instanceof ConformancePeerClosedError)
+      return pass(`${what}: the target ${e.reset ? 'reset' : 'closed'} the connection`);
+    throw e;
+  }
+}
+
+function requestBytes(
+  mode: Mode,
+  o: { key?: string; pd?: number; pdLength?: number; res?: number; rev?: number },
+): Uint8Array {
+  const rev = o.rev ?? mode.mpaRev;
+  const enhanced = rev === 2 ? 4 : 0;
+  const pd = new Uint8Array(Math.max(o.pd ?? 0, enhanced));
+  const len = o.pdLength ?? pd.length;
+  const b = new Uint8Array(20 + pd.length);
+  b.set(new TextEncoder().encode(o.key ?? 'MPA ID Req Frame'), 0);
+  b[16] = (mode.markers ? 0x80 : 0) | (mode.crc ? 0x40 : 0) | ((o.res ?? (enhanced ? MPA_FLAG_ENHANCED : 0)) & 0x1f);
+  b[17] = rev;
+  b[18] = len >>> 8;
+  b[19] = len & 0xff;
+  if (enhanced) b.set([0, KIT_IRD, 0, KIT_IRD], 20);
+  b.set(pd.subarray(enhanced), 20 + enhanced);
+  return b;
+}
+
+export const CASES: readonly ConformanceCase[] = [
+  // ── MPA startup (RFC 5044 §7.1, RFC 6581) ─────────────────────────────────────────────────────
+  {
+    name: 'mpa.startup',
+    clause: 'RFC 5044 §7.1',
+    title:
+      'The MPA Reply answers the Request: its key, Rev, C (CRC asked is CRC used), Res zero; RFC 6581 data at Rev 2',
+    roles: both,
+    async run(ctx) {
+      const p = await open(ctx);
+      const f = p.s.peerFrame;
+      const e = enhancedOf(f);
+      const probs = f.violations
+        .filter(
+          (v) => v.severity === 'reject' || (v.code === 'mpa-res' && (f.rev !== 2 || f.res !== MPA_FLAG_ENHANCED)),
+        )
+        .filter((v) => v.code !== 'mpa-enhanced-missing' || e !== undefined)
+        .map((v) => `${v.clause}: ${v.message}`);
+      if (f.rev < 1 || f.rev > (ctx.role === 'client' ? ctx.mode.mpaRev : 2))
+        probs.push(`Rev ${f.rev} in answer to Rev ${ctx.mode.mpaRev}`);
+      if (ctx.role === 'client' && ctx.mode.crc && !f.crc)
+        probs.push('RFC 5044 §7.1: C clear in a Reply to a Request with C set');
+      if (f.rev === 2 && ctx.mode.mpaRev === 2 && !e) probs.push('RFC 6581 §5: Rev 2 without IRD/ORD');
+      if (probs.length) return fail(probs.join('; '));
+      return pass(
+        `${ctx.role === 'client' ? 'Reply' : 'Request'}: Rev ${f.rev}, M=${+f.markers} C=${+f.crc}, ${f.pdLength} octets of private data${e ? `, IRD ${e.ird} ORD ${e.ord}` : ''}`,
+      );
+    },
+  },
+  {
+    name: 'liveness.rping',
+    clause: 'RFC 5040 §5',
+    title: 'An honest rping exchange (Send, RDMA Read, RDMA Write) is served and the connection ends cleanly',
+    roles: both,
+    run: honestRping,
+  },
+  {
+    name: 'mpa.crc',
+    clause: 'RFC 5044 §4.4',
+    title: 'Every FPDU the target sends carries a good CRC32c when CRCs were agreed',
+    roles: both,
+    skipIn: withCrc,
+    async run(ctx) {
+      const r = await honestRping(ctx);
+      return r.verdict === 'PASS' ? pass('every FPDU of one ping had a good CRC') : r;
+    },
+  },
+  {
+    name: 'mpa.markers',
+    clause: 'RFC 5044 §4.3',
+    title: 'Markers every 512 octets, each pointing back to its FPDU, in what the target sends when the kit asked (M)',
+    roles: both,
+    skipIn: (m) => (m.markers ? undefined : 'Markers are off in this mode (--markers on checks them)'),
+    async run(ctx) {
+      const p = await open(ctx);
+      if (ctx.role === 'client') await rpingClient(p.s, p.rx, 1, 2000);
+      else await rpingServer(p.s, p.rx);
+      return pass('every Marker in the target’s FPDUs sat at a 512-octet position and pointed to its FPDU');
+    },
+  },
+  {
+    name: 'mpa.private-data-512',
+    clause: 'RFC 5044 §7.1',
+    title: 'A Request with 512 octets of Private Data (the most allowed) is accepted',
+    roles: clientOnly,
+    async run(ctx) {
+      const extra = ctx.mode.mpaRev === 2 ? MPA_MAX_PRIVATE_DATA - 4 : MPA_MAX_PRIVATE_DATA;
+      const p = await openClient(ctx, { request: { privateData: new Uint8Array(extra).fill(0x61) } });
+      await rpingClient(p.s, p.rx);
+      return pass(`accepted with PD_Length 512 and one ping served (Reply PD_Length ${p.s.peerFrame.pdLength})`);
+    },
+  },
+  {
+    name: 'mpa.private-data-513',
+    clause: 'RFC 5044 §7.1',
+    title: 'A Request with PD_Length 513 (over 512) is refused: connection closed or Reply with R set',
+    roles: clientOnly,
+    error: true,
+    run: (ctx) => startupRefused(ctx, requestBytes(ctx.mode, { pd: 513 }), 'PD_Length 513'),
+  },
+  {
+    name: 'mpa.bad-key',
+    clause: 'RFC 5044 §7.1.2',
+    title: 'A Request whose key is not "MPA ID Req Frame" is refused',
+    roles: clientOnly,
+    error: true,
+    run: (ctx) => startupRefused(ctx, requestBytes(ctx.mode, { key: 'MPA ID Rep Frame' }), 'a Reply key in a Request'),
+  },
+  {
+    name: 'mpa.reserved-bits',
+    clause: 'RFC 5044 §7.1',
+    title: 'Res bits set in the Request are ignored (reserved: zero on send, ignored on receive)',
+    roles: clientOnly,
+    async run(ctx) {
+      const p = await openClient(ctx, { request: { res: 0x1f } });
+      await rpingClient(p.s, p.rx);
+      return pass('Res = 11111b ignored; one ping served');
+    },
+  },
+  {
+    name: 'mpa.rev-unsupported',
+    clause: 'RFC 5044 §7.1',
+    title: 'A Request of an unknown Rev (3) is answered with a Rev the target supports, or refused',
+    roles: clientOnly,
+    async run(ctx) {
+      const conn = await ctx.connect();
+      conn.write(requestBytes({ ...ctx.mode, mpaRev: 1 }, { rev: 3 }));
+      try {
+        const reply = await readMpaFrame(conn, 'reply', ctx.waitMs);
+        if (reply.rev >= 1 && reply.rev <= 2)
+          return pass(`answered with Rev ${reply.rev}${reply.reject ? ' (rejected)' : ''}`);
+        return fail(`answered a Rev 3 Request with Rev ${reply.rev}`);
+      } catch (e) {
+        if (e instanceof ConformancePeerClosedError)
+          return pass(`the target ${e.reset ? 'reset' : 'closed'} the connection`);
+        throw e;
+      }
+    },
+  },
+  {
+    name: 'mpa.reply-bad-key',
+    clause: 'RFC 5044 §7.1.2',
+    title: 'An initiator given a Reply with a wrong key closes the connection and sends no FPDU',
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const p = await openServer(ctx, { reply: { key: 'MPA ID Req Frame' } });
+      return expectLlpRefusal(p.s, [0x04], 'a Request key in the Reply');
+    },
+  },
+  {
+    name: 'mpa.reply-reject',
+    clause: 'RFC 5044 §7.1.2',
+    title: 'An initiator given a Reply with R set closes the connection and sends no FPDU',
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const p = await openServer(ctx, { reply: { reject: true } });
+      const m = await p.s.nextOrEnd();
+      if (m) return fail(`after a rejecting Reply the client sent ${describe(m)}`);
+      const end = p.s.conn.ended;
+      return end
+        ? pass(`the client ${end.how === 'fin' ? 'closed' : 'reset'} the connection`)
+        : fail('the connection stays open');
+    },
+  },
+  {
+    name: 'mpa.reply-pd-513',
+    clause: 'RFC 5044 §7.1',
+    title: 'An initiator given a Reply with PD_Length 513 closes the connection',
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const conn = await ctx.accept();
+      await readMpaFrame(conn, 'request', ctx.waitMs);
+      const b = requestBytes(ctx.mode, { key: 'MPA ID Rep Frame', pd: 513 });
+      conn.write(b);
+      const end = await conn.waitClose(ctx.waitMs);
+      return end
+        ? pass(`the client ${end.how === 'fin' ? 'closed' : 'reset'} the connection`)
+        : fail('the connection stays open');
+    },
+  },
+  {
+    name: 'mpa.reply-crc-forced',
+    clause: 'RFC 5044 §7.1',
+    title: 'An initiator that did not ask for CRCs uses them when the Reply sets C',
+    roles: serverOnly,
+    skipIn: (m) => (m.crc ? 'the client asks for CRCs in this mode' : undefined),
+    async run(ctx) {
+      const p = await openServer(ctx, { reply: { crc: true } });
+      if (!p.s.crc) return fail('the kit did not set C');
+      await rpingServer(p.s, p.rx);
+      return pass('the client sent good CRCs after a Reply with C set');
+    },
+  },
+  {
+    name: 'mpa.reply-markers',
+    clause: 'RFC 5044 §7.1',
+    title: 'An initiator puts Markers in its FPDUs when the Reply sets M',
+    roles: serverOnly,
+    async run(ctx) {
+      const p = await openServer(ctx, { reply: { markers: true } });
+      const n = await rpingServer(p.s, p.rx);
+      return pass(`the client's FPDUs carried correct Markers (${n.length}-octet ping)`);
+    },
+  },
+  {
+    name: 'mpa.responder-fpdu-first',
+    clause: 'RFC 5044 §7.1.2',
+    title: 'An initiator given an FPDU before its own first FPDU (data right behind the Reply) refuses it',
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const p = await openServer(ctx);
+      p.s.send(new Uint8Array(16));
+      // The client may have sent its first Send already; the kit's early FPDU must still not be taken.
+      for (let i = 0; i < 4; i++) {
+        const m = await p.s.nextOrEnd();
+        if (!m) break;
+        const t = terminateOf(m);
+        if (t) return pass(`Terminate ${t.name}`);
+        if (m.opcode === Opcode.RdmaReadRequest || m.opcode === Opcode.RdmaWrite)
+          return fail(`the client went on with ${describe(m)}`);
+      }
+      const end = p.s.conn.ended;
+      return end
+        ? pass(`the client ${end.how === 'fin' ? 'closed' : 'reset'} the connection`)
+        : fail('the connection stays open');
+    },
+  },
+  {
+    name: 'mpa.rev2.ird-ord',
+    clause: 'RFC 6581 §5',
+    title: 'At Rev 2 the answer carries IRD and ORD, and the peer-to-peer bit only when asked',
+    roles: both,
+    skipIn: (m) => (m.mpaRev === 2 ? undefined : 'needs --mpa-rev 2'),
+    async run(ctx) {
+      const p = await open(ctx);
+      const e = enhancedOf(p.s.peerFrame);
+      if (!e) return fail('no RFC 6581 data');
+      if (ctx.role === 'client' && e.peerToPeer) return fail('P set in a Reply to a Request without P');
+      await (ctx.role === 'client' ? rpingClient(p.s, p.rx) : rpingServer(p.s, p.rx));
+      return pass(`IRD ${e.ird}, ORD ${e.ord}, P=${+e.peerToPeer}; one ping served`);
+    },
+  },
+  ...(['write', 'read', 'send'] as const).map(
+    (rtr): ConformanceCase => ({
+      name: `mpa.rev2.rtr-${rtr}`,
+      clause: 'RFC 6581 §7',
+      title: `Peer-to-peer mode with only the ${rtr} RTR offered: the Reply chooses it, the RTR is taken, the ULP runs`,
+      roles: clientOnly,
+      skipIn: (m) => (m.mpaRev === 2 ? undefined : 'needs --mpa-rev 2'),
+      async run(ctx) {
+        const p = await openClient(ctx, {
+          enhanced: { peerToPeer: true, writeRtr: rtr === 'write', readRtr: rtr === 'read', sendRtr: rtr === 'send' },
+        });
+        const e = enhancedOf(p.s.peerFrame);
+        const chosen = e?.writeRtr ? 'write' : e?.readRtr ? 'read' : e?.sendRtr ? 'send' : 'none';
+        if (!e?.peerToPeer || chosen !== rtr)
+          return fail(`the Reply chose ${e?.peerToPeer ? chosen : 'no peer-to-peer mode'}`);
+        if (rtr === 'send') p.s.nextMsn[0] = 2;
+        await rpingClient(p.s, p.rx);
+        return pass(`Reply chose the ${rtr} RTR; RTR sent; one ping served`);
+      },
+    }),
+  ),
+  // ── RFC 5041 §7.2: tagged buffer errors ───────────────────────────────────────────────────────
+  {
+    name: 'ddp.tagged.invalid-stag',
+    clause: 'RFC 5041 §7.2',
+    title:
+      'An RDMA Write to an STag the target never advertised: Terminate DDP / Tagged Buffer Error / Invalid STag (0x00)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.tagged(Opcode.RdmaWrite, UNKNOWN_STAG, 0x1000n, pingText(0, 32));
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x00], ulpdu: u });
+    },
+  },
+  {
+    name: 'ddp.tagged.base-bounds',
+    clause: 'RFC 5041 §7.2',
+    title:
+      'A tagged segment past the end of an advertised buffer: Tagged Buffer Error / Base or bounds violation (0x01)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await open(ctx);
+      let u: Uint8Array;
+      if (ctx.role === 'client') {
+        const rr = await clientToReadRequest(p);
+        u = p.s.tagged(Opcode.RdmaReadResponse, rr.sinkStag, rr.sinkTo + BigInt(rr.size), new Uint8Array(16));
+      } else {
+        const { dst } = await serverToSink(p);
+        u = p.s.tagged(Opcode.RdmaWrite, dst.rkey, dst.addr + BigInt(dst.size), new Uint8Array(16));
+      }
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x01], ulpdu: u, ...readResponseAlso(ctx) });
+    },
+  },
+  {
+    name: 'ddp.tagged.to-wrap',
+    clause: 'RFC 5041 §7.2',
+    title: 'A tagged segment whose TO + length wraps 2^64: Tagged Buffer Error / TO wrap (0x03; 0x01 accepted)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await open(ctx);
+      let u: Uint8Array;
+      const to = 0xffff_ffff_ffff_fff8n;
+      if (ctx.role === 'client') {
+        const rr = await clientToReadRequest(p);
+        u = p.s.tagged(Opcode.RdmaReadResponse, rr.sinkStag, to, new Uint8Array(16));
+      } else {
+        const { dst } = await serverToSink(p);
+        u = p.s.tagged(Opcode.RdmaWrite, dst.rkey, to, new Uint8Array(16));
+      }
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, {
+        layer: DDP,
+        etype: TAGGED,
+        codes: [0x03, 0x01],
+        ulpdu: u,
+        ...readResponseAlso(ctx),
+      });
+    },
+  },
+  {
+    name: 'ddp.tagged.stag-not-associated',
+    clause: 'RFC 5041 §7.2',
+    title:
+      "Another connection's STag used on this one: Tagged Buffer Error / STag not associated (0x02; 0x00 accepted)",
+    roles: clientOnly,
+    error: true,
+    async run(ctx) {
+      const a = await openClient(ctx);
+      const rr = await clientToReadRequest(a);
+      const b = await openClient(ctx);
+      const u = b.s.tagged(Opcode.RdmaWrite, rr.sinkStag, rr.sinkTo, new Uint8Array(16));
+      b.s.sendUlpdu(u);
+      const r = await expectTerminate(b.s, { layer: DDP, etype: TAGGED, codes: [0x02, 0x00], ulpdu: u });
+      a.s.conn.destroy();
+      return r;
+    },
+  },
+  {
+    name: 'ddp.tagged.invalid-version',
+    clause: 'RFC 5041 §7.2',
+    title: 'A tagged segment with DDP Version 2: Tagged Buffer Error / Invalid DDP version (0x04)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.tagged(Opcode.RdmaWrite, UNKNOWN_STAG, 0n, new Uint8Array(16), { dv: 2 });
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x04], ulpdu: u });
+    },
+  },
+  // ── RFC 5041 §7.2: untagged buffer errors ─────────────────────────────────────────────────────
+  untaggedCase(
+    'ddp.untagged.invalid-qn',
+    'RFC 5041 §7.2',
+    'An untagged segment on QN 7 (no such queue): Untagged Buffer Error / Invalid QN (0x01)',
+    0x01,
+    (p) => p.s.untagged(Opcode.Send, 7, new Uint8Array(8), { msn: 1 }),
+  ),
+  untaggedCase(
+    'ddp.untagged.msn-no-buffer',
+    'RFC 5041 §7.2',
+    'A Send whose MSN is one past the posted receive buffers: Invalid MSN - no buffer available (0x02)',
+    0x02,
+    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { msn: (p.s.nextMsn[0] as number) + 1 }),
+  ),
+  untaggedCase(
+    'ddp.untagged.msn-range',
+    'RFC 5041 §7.2',
+    'A Send whose MSN is 2^31 away from the expected one: Invalid MSN - MSN range is not valid (0x03)',
+    0x03,
+    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { msn: ((p.s.nextMsn[0] as number) + 0x8000_0000) >>> 0 }),
+  ),
+  untaggedCase(
+    'ddp.untagged.invalid-mo',
+    'RFC 5041 §7.2',
+    'A Send segment at MO 4096 into a 16-octet receive buffer: Invalid MO (0x04)',
+    0x04,
+    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { mo: 4096 }),
+  ),
+  untaggedCase(
+    'ddp.untagged.too-long',
+    'RFC 5041 §7.2',
+    'A 64-octet Send into a 16-octet receive buffer: DDP Message too long for available buffer (0x05)',
+    0x05,
+    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(64)),
+  ),
+  untaggedCase(
+    'ddp.untagged.invalid-version',
+    'RFC 5041 §7.2',
+    'An untagged segment with DDP Version 2: Untagged Buffer Error / Invalid DDP version (0x06)',
+    0x06,
+    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(16), { dv: 2 }),
+  ),
+  // ── RFC 5040 §7: RDMAP errors ─────────────────────────────────────────────────────────────────
+  {
+    name: 'rdmap.read.invalid-stag',
+    clause: 'RFC 5040 §7.1',
+    title:
+      'An RDMA Read Request of an unknown Data Source STag: Remote Protection Error / Invalid STag, DDP and Read Request headers copied (M D R)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const rr = encodeReadRequest({ sinkStag: 0x2b00, sinkTo: 0n, size: 16, srcStag: UNKNOWN_STAG, srcTo: 0n });
+      const u = p.s.untagged(Opcode.RdmaReadRequest, 1, rr);
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: PROTECTION, codes: [0x00], ulpdu: u, rdmaHeader: rr });
+    },
+  },
+  {
+    name: 'rdmap.read.base-bounds',
+    clause: 'RFC 5040 §7.1',
+    title:
+      'An RDMA Read Request past the end of the advertised source buffer: Remote Protection Error / Base or bounds violation (0x01), R set',
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const p = await open(ctx);
+      const src = await serverToSource(p);
+      const rr = encodeReadRequest({
+        sinkStag: 0x2b00,
+        sinkTo: 0n,
+        size: src.size + 16,
+        srcStag: src.rkey,
+        srcTo: src.addr,
+      });
+      const u = p.s.untagged(Opcode.RdmaReadRequest, 1, rr);
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: PROTECTION, codes: [0x01], ulpdu: u, rdmaHeader: rr });
+    },
+  },
+  {
+    name: 'rdmap.read.access',
+    clause: 'RFC 5040 §7.1',
+    title:
+      'An RDMA Read Request of a buffer advertised for Writes only: Remote Protection Error / Access rights violation (0x02), R set',
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const p = await open(ctx);
+      const { dst } = await serverToSink(p);
+      const rr = encodeReadRequest({
+        sinkStag: 0x2b00,
+        sinkTo: 0n,
+        size: dst.size,
+        srcStag: dst.rkey,
+        srcTo: dst.addr,
+      });
+      const u = p.s.untagged(Opcode.RdmaReadRequest, 1, rr);
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: PROTECTION, codes: [0x02], ulpdu: u, rdmaHeader: rr });
+    },
+  },
+  {
+    name: 'rdmap.opcode-reserved',
+    clause: 'RFC 5040 §7.2',
+    title: 'A reserved RDMA OpCode (1100b) on QN 0: Remote Operation Error / Unexpected OpCode (0x06)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(0xc, 0, new Uint8Array(8));
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x06], ulpdu: u });
+    },
+  },
+  {
+    name: 'rdmap.invalid-version',
+    clause: 'RFC 5040 §7.2',
+    title: 'A Send with RDMAP Version 2: Remote Operation Error / Invalid RDMAP version (0x05)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { rv: 2 });
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x05], ulpdu: u });
+    },
+  },
+  {
+    name: 'rdmap.send-invalidate.unknown-stag',
+    clause: 'RFC 5040 §5.3',
+    title: 'A Send with Invalidate naming an STag not of this stream: Terminate "STag cannot be Invalidated" (0x09)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(Opcode.SendWithInvalidate, 0, new Uint8Array(16), { invalidateStag: UNKNOWN_STAG });
+      p.s.sendUlpdu(u);
+      // §7.2 rule 4 ("The Invalidate STag MUST be valid") also allows Invalid STag for one that does not exist.
+      return expectTerminate(p.s, {
+        layer: RDMA,
+        etype: PROTECTION,
+        codes: [0x09, 0x00],
+        ulpdu: u,
+        also: [{ layer: RDMA, etype: OPERATION, codes: [0x09] }],
+      });
+    },
+  },
+  {
+    name: 'rdmap.send-invalidate.stag',
+    clause: 'RFC 5040 §5.3',
+    title:
+      "A Send with Invalidate naming the client's sink STag invalidates it: a Write to it afterwards is an Invalid STag",
+    roles: serverOnly,
+    error: true,
+    async run(ctx) {
+      const p = await open(ctx);
+      const { dst } = await serverToSink(p);
+      p.s.write(dst.rkey, dst.addr, pingText(0, 16));
+      const inv = p.s.untagged(Opcode.SendWithInvalidate, 0, new Uint8Array(16), { invalidateStag: dst.rkey });
+      p.s.sendUlpdu(inv);
+      const u = p.s.tagged(Opcode.RdmaWrite, dst.rkey, dst.addr, pingText(1, 16));
+      p.s.sendUlpdu(u);
+      const r = await expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x00], ulpdu: u });
+      if (r.verdict === 'PASS') return pass(`Write after the invalidation: ${r.evidence}`);
+      // RFC 5040 §5.3: an STag the target will not invalidate is answered with "STag cannot be Invalidated".
+      if (/code 0x09/.test(r.evidence) && /etype [12]/.test(r.evidence))
+        return pass(`the client refused the invalidation: ${r.evidence}`);
+      return r;
+    },
+  },
+  {
+    name: 'rdmap.terminate-received',
+    clause: 'RFC 5040 §5.4',
+    title: 'A Terminate from the kit ends the stream: the target sends nothing more (no Terminate back) and closes',
+    roles: both,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const t = encodeTerminate({ layer: RDMA, etype: OPERATION, errorCode: 0xff, m: false, d: false, r: false });
+      p.s.sendUlpdu(p.s.untagged(Opcode.Terminate, 2, t));
+      const m = await p.s.nextOrEnd();
+      if (m) {
+        const back = terminateOf(m);
+        return fail(
+          back
+            ? `the target answered a Terminate with a Terminate (${back.name})`
+            : `the target went on: ${describe(m)}`,
+        );
+      }
+      const end = p.s.conn.ended;
+      return end
+        ? pass(`nothing sent after the Terminate; ${end.how === 'fin' ? 'FIN' : 'reset'}`)
+        : fail('the connection stays open');
+    },
+  },
+  {
+    name: 'rdmap.ordering.read-responses',
+    clause: 'RFC 5040 §5.5',
+    title: 'Three RDMA Read Requests in a row are answered in order, each Read Response at its own sink TO',
+    roles: serverOnly,
+    async run(ctx) {
+      const p = await open(ctx);
+      const src = await serverToSource(p);
+      const part = Math.floor(src.size / 3);
+      if (part < 1) return skip(`a ${src.size}-octet buffer`);
+      for (let i = 0; i < 3; i++)
+        p.s.readRequest({
+          sinkStag: 0x2b00 + i,
+          sinkTo: 0x1000n * BigInt(i + 1),
+          size: part,
+          srcStag: src.rkey,
+          srcTo: src.addr + BigInt(i * part),
+        });
+      for (let i = 0; i < 3; i++)
+        await p.rx.tagged(Opcode.RdmaReadResponse, 0x2b00 + i, 0x1000n * BigInt(i + 1), part, `Read Response ${i + 1}`);
+      p.s.conn.destroy();
+      return pass(`3 Read Responses of ${part} octets, in request order`);
+    },
+  },
+  {
+    name: 'rdmap.ird',
+    clause: 'RFC 6581 §5, RFC 5040 §6.1',
+    title:
+      'IRD + 1 RDMA Read Requests at once: each answered in order, or the stream terminated; never a hang or a lost Read',
+    roles: serverOnly,
+    error: true,
+    skipIn: (m) => (m.mpaRev === 2 ? undefined : 'IRD is announced at Rev 2 only'),
+    async run(ctx) {
+      const p = await open(ctx);
+      const ird = enhancedOf(p.s.peerFrame)?.ird;
+      if (ird === undefined || ird >= 64) return skip(`the client announced IRD ${ird ?? 'none'}`);
+      const src = await serverToSource(p);
+      for (let i = 0; i <= ird; i++)
+        p.s.readRequest({ sinkStag: 0x2b00, sinkTo: 0n, size: 1, srcStag: src.rkey, srcTo: src.addr });
+      return irdOutcome(p, ird);
+    },
+  },
+  // ── FPDU framing (RFC 5044 §4) ────────────────────────────────────────────────────────────────
+  framingCase(
+    'fpdu.bad-crc',
+    'RFC 5044 §4.4',
+    'An FPDU with a wrong CRC is refused (MPA CRC Error 0x02, or a close)',
+    [0x02],
+    (p) => p.s.sendUlpdu(p.s.untagged(Opcode.Send, 0, new Uint8Array(8)), { crcXor: 0x1 }),
+    withCrc,
+  ),
+  framingCase(
+    'fpdu.bad-marker',
+    'RFC 5044 §4.3',
+    'An FPDU whose Marker points to the wrong place is refused (MPA Marker error 0x03, or a close)',
+    [0x03],
+    (p) => {
+      p.s.sendUlpdu(p.s.untagged(Opcode.Send, 0, new Uint8Array(8)), { markerPtr: (_i, right) => right + 4 });
+    },
+    (m) => (m.markers ? undefined : 'Markers are off in this mode'),
+  ),
+  {
+    name: 'fpdu.ulpdu-length-0',
+    clause: 'RFC 5044 §4.1',
+    title: 'An FPDU with ULPDU_Length 0 (no DDP header) is refused, not taken as a message',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      rawFpdu(p, 0);
+      return refusedAny(p, 'ULPDU_Length 0');
+    },
+  },
+  {
+    name: 'fpdu.ulpdu-length-1',
+    clause: 'RFC 5044 §4.1',
+    title: 'An FPDU with ULPDU_Length 1 (shorter than a DDP header) is refused',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      rawFpdu(p, 1);
+      return refusedAny(p, 'ULPDU_Length 1');
+    },
+  },
+  {
+    name: 'fpdu.ulpdu-length-64768',
+    clause: 'RFC 5044 §3',
+    title:
+      'An FPDU of ULPDU_Length 64768 (MULPDU) is framed and handed to DDP: too long for a 16-octet buffer (DDP 0x05)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(64768 - 18));
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [0x05], ulpdu: u });
+    },
+  },
+  framingCase(
+    'fpdu.ulpdu-length-64769',
+    'RFC 5044 §3',
+    'An FPDU of ULPDU_Length 64769 (over MULPDU) is refused by MPA (an LLP Terminate or a close), never handed to DDP',
+    [0x01, 0x02, 0x03, 0x04, 0x05],
+    (p) => p.s.sendUlpdu(p.s.untagged(Opcode.Send, 0, new Uint8Array(64769 - 18))),
+  ),
+  // ── RFC 7306 without opt-in ───────────────────────────────────────────────────────────────────
+  {
+    name: 'rfc7306.not-opted-in',
+    clause: 'RFC 7306 §8',
+    title: 'Immediate Data (OpCode 1000b) to a target that did not enable RFC 7306: Unexpected OpCode (0x06)',
+    roles: both,
+    error: true,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(Opcode.ImmediateData, 0, new Uint8Array(8));
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x06], ulpdu: u });
+    },
+  },
+  ...perfCases,
+];
+
+/** After a fault no RFC names one answer for: any Terminate, or the connection's end; never business as usual. */
+async function refusedAny(p: Peer, what: string): Promise<CaseOutcome> {
+  for (let i = 0; i < 4; i++) {
+    const m = await p.s.nextOrEnd();
+    if (!m) break;
+    const t = terminateOf(m);
+    if (t) {
+      const end = await p.s.conn.waitClose(p.s.waitMs);
+      return end
+        ? pass(`${what}: Terminate ${t.name}, then ${end.how === 'fin' ? 'FIN' : 'reset'}`)
+        : fail(`${what}: Terminate ${t.name}, but the connection stays open`);
+    }
+  }
+  const end = p.s.conn.ended;
+  return end
+    ? pass(`${what}: the target ${end.how === 'fin' ? 'closed' : 'reset'} the connection`)
+    : fail(`${what}: neither a Terminate nor a close`);
+}

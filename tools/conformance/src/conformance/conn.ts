@@ -1,0 +1,236 @@
+/**
+ * A recorded TCP connection: every octet the kit sends and receives, in order, so a case's capture can
+ * be written afterwards (--pcap) and every wait on the target is bounded.
+ */
+import net from 'node:net';
+import { ConformanceOverflowError, ConformancePeerClosedError, ConformanceTimeoutError } from './errors.js';
+
+/** One chunk of the flow: `tx` from the kit, `rx` from the target. */
+export interface TrafficRecord {
+  readonly dir: 'tx' | 'rx';
+  readonly bytes: Uint8Array;
+  /** Milliseconds since the epoch. */
+  readonly t: number;
+}
+
+/** How the target ended the connection, as far as the kit saw it. */
+export interface CloseInfo {
+  /** `fin`: an orderly close; `reset`: an RST (or another socket error). */
+  readonly how: 'fin' | 'reset';
+  readonly error?: string;
+}
+
+/** Octets kept from one target connection (its receive buffer and its capture records). */
+export const MAX_RECEIVED_PER_CONNECTION = 64 << 20;
+
+export class WireConn {
+  readonly records: TrafficRecord[] = [];
+  /** Received octets not consumed yet. */
+  private buf: Buffer = Buffer.alloc(0);
+  private received = 0;
+  private closeInfo: CloseInfo | undefined;
+  private wakers = new Set<() => void>();
+  readonly closed: Promise<CloseInfo>;
+  readonly kitAddress: { host: string; port: number };
+  readonly peerAddress: { host: string; port: number };
+
+  constructor(
+    readonly socket: net.Socket,
+    /** The kit's role on this connection: `client` opened it, `server` accepted it. */
+    readonly role: 'client' | 'server',
+  ) {
+    socket.setNoDelay(true);
+    this.kitAddress = { host: socket.localAddress ?? '127.0.0.1', port: socket.localPort ?? 0 };
+    this.peerAddress = { host: socket.remoteAddress ?? '127.0.0.1', port: socket.remotePort ?? 0 };
+    let resolveClosed: (c: CloseInfo) => void = () => {};
+    this.closed = new Promise((r) => (resolveClosed = r));
+    let sawError: string | undefined;
+    socket.on('data', (d: Buffer) => {
+      this.received += d.length;
+      if (this.received > MAX_RECEIVED_PER_CONNECTION) {
+        sawError = `over ${MAX_RECEIVED_PER_CONNECTION} octets received`;
+        socket.destroy(new ConformanceOverflowError(sawError));
+        return;
+      }
+      this.records.push({ dir: 'rx', bytes: new Uint8Array(d), t: Date.now() });
+      this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+      this.notify();
+    });
+    socket.on('end', () => {
+      // The target's FIN: this end closes its half too.
+      if (!this.closeInfo) this.closeInfo = { how: 'fin' };
+      socket.end();
+      this.notify();
+    });
+    socket.on('error', (e: NodeJS.ErrnoException) => {
+      sawError = sawError ?? e.code ?? e.message;
+    });
+    socket.on('close', () => {
+      if (!this.closeInfo) this.closeInfo = { how: 'reset', ...(sawError ? { error: sawError } : {}) };
+      resolveClosed(this.closeInfo);
+      this.notify();
+    });
+  }
+
+  /** Opens a recorded connection to `host:port`, bounded by `ms`. */
+  static connect(host: string, port: number, ms: number): Promise<WireConn> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect({ host, port });
+      const t = setTimeout(() => {
+        s.destroy();
+        reject(new ConformanceTimeoutError(`no TCP connection to ${host}:${port} within ${ms} ms`));
+      }, ms);
+      s.once('connect', () => {
+        clearTimeout(t);
+        resolve(new WireConn(s, 'client'));
+      });
+      s.once('error', (e) => {
+        clearTimeout(t);
+        reject(e);
+      });
+    });
+  }
+
+  private notify(): void {
+    const ws = [...this.wakers];
+    this.wakers.clear();
+    for (const w of ws) w();
+  }
+
+  /** Whether the target ended the connection (FIN or reset) yet. */
+  get ended(): CloseInfo | undefined {
+    return this.closeInfo;
+  }
+
+  /** Received octets not yet consumed (a view; consume() takes them). */
+  get pending(): Buffer {
+    return this.buf;
+  }
+
+  write(b: Uint8Array): void {
+    if (this.socket.destroyed || this.socket.writableEnded) return;
+    this.records.push({ dir: 'tx', bytes: new Uint8Array(b), t: Date.now() });
+    this.socket.write(b);
+  }
+
+  /** Takes `n` received octets. */
+  consume(n: number): Buffer {
+    const out = this.buf.subarray(0, n);
+    this.buf = this.buf.subarray(n);
+    return Buffer.from(out);
+  }
+
+  /**
+   * Waits until `want(pending)` returns a value other than undefined (it may consume()), the target
+   * ends the connection (ConformancePeerClosedError), or `ms` pass (ConformanceTimeoutError).
+   */
+  async until<T>(want: (pending: Buffer) => T | undefined, ms: number, what: string): Promise<T> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const v = want(this.buf);
+      if (v !== undefined) return v;
+      if (this.closeInfo) {
+        const c = this.closeInfo;
+        throw new ConformancePeerClosedError(
+          `the target ${c.how === 'fin' ? 'closed' : 'reset'} the connection while the kit waited for ${what}`,
+          c.how === 'reset',
+        );
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ConformanceTimeoutError(`no ${what} within ${ms} ms`);
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+        const t = setTimeout(() => {
+          this.wakers.delete(wake);
+          resolve();
+        }, left);
+        this.wakers.add(wake);
+      });
+    }
+  }
+
+  /** Exactly `n` received octets. */
+  read(n: number, ms: number, what: string): Promise<Buffer> {
+    return this.until((b) => (b.length >= n ? this.consume(n) : undefined), ms, what);
+  }
+
+  /** Resolves with how the target ended the connection, or undefined if it is still open after `ms`. */
+  async waitClose(ms: number): Promise<CloseInfo | undefined> {
+    if (this.closeInfo) return this.closeInfo;
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.closeInfo) {
+          clearTimeout(t);
+          resolve(this.closeInfo);
+        } else this.wakers.add(check);
+      };
+      const t = setTimeout(() => {
+        this.wakers.delete(check);
+        resolve(this.closeInfo);
+      }, ms);
+      this.wakers.add(check);
+    });
+  }
+
+  /** An orderly close from the kit's side. */
+  end(): void {
+    if (!this.socket.destroyed) this.socket.end();
+  }
+
+  /** An abortive close (RST) from the kit's side. */
+  destroy(): void {
+    if (!this.socket.destroyed) this.socket.resetAndDestroy();
+  }
+}
+
+/** Server role: a listening socket handing out recorded connections one at a time. */
+export class WireListener {
+  private readonly queue: WireConn[] = [];
+  private waiting: ((c: WireConn) => void) | undefined;
+  private constructor(readonly server: net.Server) {
+    server.on('connection', (s) => {
+      const c = new WireConn(s, 'server');
+      const w = this.waiting;
+      this.waiting = undefined;
+      if (w) w(c);
+      else if (this.queue.length < 16) this.queue.push(c);
+      else s.destroy(); // RFC-less bound: clients waiting to be played against
+    });
+  }
+
+  static listen(port: number, host = '127.0.0.1'): Promise<WireListener> {
+    return new Promise((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(port, host, () => resolve(new WireListener(server)));
+    });
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** The next client's connection, within `ms`. */
+  accept(ms: number): Promise<WireConn> {
+    const q = this.queue.shift();
+    if (q) return Promise.resolve(q);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.waiting = undefined;
+        reject(new ConformanceTimeoutError(`no client connected to port ${this.port} within ${ms} ms`));
+      }, ms);
+      this.waiting = (c) => {
+        clearTimeout(t);
+        resolve(c);
+      };
+    });
+  }
+
+  close(): Promise<void> {
+    for (const c of this.queue.splice(0)) c.destroy();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

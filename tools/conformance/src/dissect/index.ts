@@ -1,0 +1,3 @@
+export * from './dissect.js';
+export * from './format.js';
+export * from './model.js';

@@ -1,0 +1,16 @@
+export { CASES } from './conformance/cases.js';
+export { ConformanceUsageError } from './conformance/errors.js';
+export { exitStatus, type KitOptions, kitMode, listCases, runKit, stdoutReport } from './conformance/kit.js';
+export { jsonReport, junitReport, markdownReport, tableReport } from './conformance/report.js';
+export type { CaseResult, ConformanceCase, Mode, Role, RunSummary, Verdict } from './conformance/types.js';
+export * from './dissect/index.js';
+export * from './pcap/read.js';
+export * from './wire/constants.js';
+export * from './wire/crc.js';
+export * from './wire/ddp.js';
+export * from './wire/fpdu.js';
+export * from './wire/mpa.js';
+export * from './wire/pcap-write.js';
+export * from './wire/rdmap.js';
+export * from './wire/terminate.js';
+export * from './wire/violation.js';

@@ -1,0 +1,449 @@
+/**
+ * `rddp dissect` against captures with planted faults, written by the kit's pcap writer: each fault a
+ * receiver must reject is flagged with its clause, and faults tshark's iWARP dissectors miss are caught.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  crc32c,
+  type DissectReport,
+  dissectBytes,
+  encodeFpdu,
+  encodeMpaReply,
+  encodeMpaRequest,
+  encodeReadRequest,
+  encodeTerminate,
+  type FlowRecord,
+  ipv4Frame,
+  Opcode,
+  PcapWriter,
+  TCP_ACK,
+  TCP_PSH,
+  TCP_SYN,
+  taggedSegment,
+  tcpFlowPcap,
+  tcpFrame,
+  untaggedSegment,
+  writeMpaCrc,
+} from '../src/index.js';
+import {
+  concat,
+  fpduStream,
+  haveTshark,
+  tempDir,
+  tsharkExpert,
+  tsharkFpdus,
+  tsharkVerbose,
+} from './dissect-helpers.js';
+
+const tmp = tempDir();
+afterAll(() => tmp.dispose());
+
+const send = (msn: number, n: number, fill = 0x5a) =>
+  untaggedSegment({ opcode: Opcode.Send, msn }, new Uint8Array(n).fill(fill));
+
+interface Flow {
+  readonly crc?: boolean;
+  readonly markers?: boolean;
+  /** Initiator FPDUs (wire octets, one TCP segment each unless `segments`). */
+  readonly fromClient: Uint8Array[];
+  readonly fromServer?: Uint8Array[];
+  /** Put all client FPDUs in one TCP segment. */
+  readonly oneSegment?: boolean;
+  readonly earlyClient?: boolean;
+}
+
+function flowPcap(f: Flow): Uint8Array {
+  const crc = f.crc ?? true;
+  const markers = f.markers ?? false;
+  const recs: FlowRecord[] = [{ from: 'client', bytes: encodeMpaRequest({ markers, crc, rev: 1 }) }];
+  const client = f.oneSegment ? [concat(f.fromClient)] : f.fromClient;
+  if (f.earlyClient) recs.push({ from: 'client', bytes: client.shift() as Uint8Array });
+  recs.push({ from: 'server', bytes: encodeMpaReply({ markers, crc, rev: 1 }) });
+  for (const b of client) recs.push({ from: 'client', bytes: b });
+  for (const b of f.fromServer ?? []) recs.push({ from: 'server', bytes: b });
+  return tcpFlowPcap(recs);
+}
+
+/** The classic pcap without its frame `n` (1-based). */
+function dropFrame(pcap: Uint8Array, n: number): Uint8Array {
+  const v = new DataView(pcap.buffer, pcap.byteOffset, pcap.byteLength);
+  const keep: Uint8Array[] = [pcap.subarray(0, 24)];
+  let o = 24;
+  for (let i = 1; o < pcap.byteLength; i++) {
+    const len = 16 + v.getUint32(o + 8, true);
+    if (i !== n) keep.push(pcap.subarray(o, o + len));
+    o += len;
+  }
+  return concat(keep);
+}
+
+function rejects(r: DissectReport): string[] {
+  return r.findings.filter((x) => x.severity === 'reject').map((x) => `${x.code} ${x.clause}`);
+}
+
+function save(name: string, bytes: Uint8Array): string {
+  const p = join(tmp.dir, name);
+  writeFileSync(p, bytes);
+  return p;
+}
+
+describe('planted faults a receiver must reject', () => {
+  it('a clean flow: no finding, every FPDU decoded with a good CRC', async () => {
+    const r = await dissectBytes(
+      flowPcap({ markers: true, fromClient: fpduStream([send(1, 600), send(2, 30)], { crc: true, markers: true }) }),
+    );
+    expect(rejects(r)).toEqual([]);
+    expect(r.connections).toHaveLength(1);
+    expect(r.connections[0]).toMatchObject({
+      transport: 'mpa-tcp',
+      segments: 2,
+      crc: { good: 2, bad: 0 },
+      operations: { Send: 2 },
+    });
+  });
+
+  it('bad CRC: flagged with RFC 5044 §4.4; tshark reads "Bad CRC32" but raises no expert error', async () => {
+    const bytes = flowPcap({
+      fromClient: fpduStream([send(1, 40), send(2, 40)], { crc: true, markers: false }, (i) =>
+        i === 1 ? { crcXor: 0x100 } : {},
+      ),
+    });
+    const r = await dissectBytes(bytes);
+    expect(rejects(r)).toEqual(['mpa-crc RFC 5044 §4.4']);
+    expect(r.connections[0]?.crc).toEqual({ good: 1, bad: 1, off: 0 });
+    if (haveTshark()) {
+      const file = save('bad-crc.pcap', bytes);
+      expect(await tsharkVerbose(file)).toContain('Bad CRC32');
+      expect(await tsharkExpert(file)).not.toMatch(/^(Errors|Warns) /m);
+    }
+  });
+
+  it('misplaced Marker: flagged with RFC 5044 §4.3', async () => {
+    const r = await dissectBytes(
+      flowPcap({
+        markers: true,
+        fromClient: fpduStream([send(1, 700), send(2, 20)], { crc: true, markers: true }, (i) =>
+          i === 0 ? { markerPtr: (k, right) => (k === 1 ? right - 8 : right) } : {},
+        ),
+      }),
+    );
+    expect(rejects(r)).toEqual(['mpa-marker RFC 5044 §4.3']);
+  });
+
+  it('wrong pad making a stray zero-length FPDU: flagged (a ULPDU with no DDP header); tshark takes it for an FPDU', async () => {
+    // CRC off, a Send of 18 + 2 octets (pad 0) written with 8 octets of pad: the receiver reads the
+    // FPDU, then 00 00 | 00 00 | 00 00 00 00 — a zero-length FPDU.
+    const u = send(1, 2);
+    const bytes = flowPcap({
+      crc: false,
+      fromClient: [
+        concat([encodeFpdu(u, { crc: false, markers: false, padOverride: 8 })]),
+        encodeFpdu(send(2, 2), { crc: false, markers: false }),
+      ],
+    });
+    const r = await dissectBytes(bytes);
+    expect(rejects(r)).toEqual(['ddp-short-segment RFC 5041 §4']);
+    expect(r.events.some((e) => e.kind === 'fpdu' && e.summary.startsWith('FPDU ULPDU_Length 0 '))).toBe(true);
+    if (haveTshark()) {
+      const fp = await tsharkFpdus(save('stray.pcap', bytes));
+      expect(fp.map((f) => f.ulpduLength)).toContain(0);
+    }
+  });
+
+  it('several FPDUs in one segment with Markers: every FPDU, Marker and CRC right (tshark 4.0 decodes none of them)', async () => {
+    const fpdus = fpduStream([send(1, 300), send(2, 400), send(3, 100), send(4, 900), send(5, 5)], {
+      crc: true,
+      markers: true,
+    });
+    const bytes = flowPcap({ markers: true, oneSegment: true, fromClient: fpdus });
+    const r = await dissectBytes(bytes);
+    expect(rejects(r)).toEqual([]);
+    expect(r.connections[0]).toMatchObject({ segments: 5, crc: { good: 5, bad: 0 }, operations: { Send: 5 } });
+    const markers = r.events.filter((e) => e.kind === 'fpdu').map((e) => /(\d+) Markers?/.exec(e.summary)?.[1] ?? '0');
+    expect(markers.map(Number).reduce((a, b) => a + b, 0)).toBe(Math.ceil(concat(fpdus).byteLength / 512));
+  });
+
+  it('over-long ULPDU (64769 octets): flagged with RFC 5044 §3', async () => {
+    const r = await dissectBytes(
+      flowPcap({ fromClient: [encodeFpdu(send(1, 64769 - 18), { crc: true, markers: false })] }),
+    );
+    expect(rejects(r)).toEqual(['mpa-ulpdu-too-long RFC 5044 §3 (MULPDU)']);
+  });
+
+  it('RFC 7306 opcodes 0x8/0x9 decode as Immediate Data (tshark does not know them); reserved 0xC is rejected', async () => {
+    const imm = (opcode: number, msn: number) =>
+      untaggedSegment({ opcode, msn }, Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8));
+    const bytes = flowPcap({
+      fromClient: fpduStream(
+        [
+          imm(Opcode.ImmediateData, 1),
+          imm(Opcode.ImmediateDataWithSolicitedEvent, 2),
+          untaggedSegment({ opcode: 0xc, msn: 3, qn: 0 }),
+        ],
+        {
+          crc: true,
+          markers: false,
+        },
+      ),
+    });
+    const r = await dissectBytes(bytes);
+    const fp = r.events.filter((e) => e.kind === 'fpdu').map((e) => e.summary);
+    expect(fp[0]).toContain('RDMAP Immediate Data 0x0102030405060708');
+    expect(fp[1]).toContain('RDMAP Immediate Data with Solicited Event');
+    expect(rejects(r)).toEqual(['rdmap-opcode-reserved RFC 5040 §4.1']);
+    expect(r.findings.filter((f) => f.code === 'rdmap-rfc7306')).toHaveLength(2);
+  });
+
+  it('DDP and RDMAP rule violations, each with its clause', async () => {
+    const rr = encodeReadRequest({ sinkStag: 1, sinkTo: 0n, size: 8, srcStag: 2, srcTo: 0n });
+    const ulpdus = [
+      untaggedSegment({ opcode: Opcode.Send, msn: 1, dv: 2 }, new Uint8Array(4)),
+      untaggedSegment({ opcode: Opcode.Send, msn: 2, rv: 0 }, new Uint8Array(4)),
+      untaggedSegment({ opcode: Opcode.Send, msn: 3, qn: 5 }, new Uint8Array(4)),
+      untaggedSegment({ opcode: Opcode.RdmaReadRequest, msn: 1, last: false }, rr),
+      untaggedSegment({ opcode: Opcode.Send, msn: 9 }, new Uint8Array(4)),
+      taggedSegment({ opcode: Opcode.Send, stag: 1, to: 0n }, new Uint8Array(4)),
+    ];
+    const r = await dissectBytes(flowPcap({ fromClient: fpduStream(ulpdus, { crc: true, markers: false }) }));
+    expect(rejects(r)).toEqual([
+      'ddp-version RFC 5041 §4.2, §7.2',
+      'rdmap-version RFC 5040 §4.1, §4.8',
+      'ddp-invalid-qn RFC 5040 §3.1, RFC 5041 §7.2',
+      'rdmap-single-segment RFC 5040 §4.4',
+      'ddp-msn RFC 5041 §4.4, §7.2',
+      'rdmap-opcode-t-bit RFC 5040 §4.1',
+    ]);
+  });
+
+  it('a Read Response beyond what the Read Request asked for, and a Terminate named from the RFC table', async () => {
+    const rr = encodeReadRequest({ sinkStag: 0x77, sinkTo: 4096n, size: 8, srcStag: 2, srcTo: 0n });
+    const term = encodeTerminate({
+      layer: 1,
+      etype: 2,
+      errorCode: 1,
+      m: true,
+      d: true,
+      r: false,
+      ddpSegmentLength: 18,
+      ddpHeader: send(9, 0),
+    });
+    const r = await dissectBytes(
+      flowPcap({
+        fromClient: fpduStream([untaggedSegment({ opcode: Opcode.RdmaReadRequest, msn: 1 }, rr)], {
+          crc: true,
+          markers: false,
+        }),
+        fromServer: fpduStream(
+          [
+            taggedSegment({ opcode: Opcode.RdmaReadResponse, stag: 0x77, to: 4096n }, new Uint8Array(16)),
+            untaggedSegment({ opcode: Opcode.Terminate, msn: 1 }, term),
+          ],
+          { crc: true, markers: false },
+        ),
+      }),
+    );
+    expect(rejects(r)).toEqual(['rdmap-read-response-beyond RFC 5040 §4.4', 'rdmap-read-response-size RFC 5040 §4.4']);
+    expect(r.connections[0]?.terminates).toEqual([
+      expect.objectContaining({ name: 'DDP: Untagged Buffer Error: Invalid QN' }),
+    ]);
+  });
+
+  it('an FPDU from the Initiator before the MPA Reply: flagged with RFC 5044 §7.1.2', async () => {
+    const r = await dissectBytes(
+      flowPcap({ earlyClient: true, fromClient: fpduStream([send(1, 8), send(2, 8)], { crc: true, markers: false }) }),
+    );
+    expect(rejects(r)).toEqual(['mpa-initiator-early RFC 5044 §7.1.2']);
+  });
+
+  it('an FPDU from the Responder before the Initiator sent one: flagged with RFC 5044 §7.1.2', async () => {
+    const recs: FlowRecord[] = [
+      { from: 'client', bytes: encodeMpaRequest({ markers: false, crc: true, rev: 1 }) },
+      { from: 'server', bytes: encodeMpaReply({ markers: false, crc: true, rev: 1 }) },
+      { from: 'server', bytes: encodeFpdu(send(1, 8), { crc: true, markers: false }) },
+      { from: 'client', bytes: encodeFpdu(send(1, 8), { crc: true, markers: false }) },
+    ];
+    const r = await dissectBytes(tcpFlowPcap(recs));
+    expect(rejects(r)).toEqual(['mpa-responder-first RFC 5044 §7.1.2']);
+  });
+});
+
+describe('a capture that lost segments', () => {
+  it('a Read Response whose Read Request the capture lost is a note; with nothing lost, a finding to reject', async () => {
+    const rr = encodeReadRequest({ sinkStag: 0x77, sinkTo: 0n, size: 16, srcStag: 2, srcTo: 0n });
+    const flow = (withRequest: boolean) =>
+      tcpFlowPcap([
+        { from: 'client', bytes: encodeMpaRequest({ markers: false, crc: true, rev: 1 }) },
+        { from: 'server', bytes: encodeMpaReply({ markers: false, crc: true, rev: 1 }) },
+        {
+          from: 'client',
+          bytes: concat(
+            fpduStream(
+              [...(withRequest ? [untaggedSegment({ opcode: Opcode.RdmaReadRequest, msn: 1 }, rr)] : []), send(1, 8)],
+              { crc: true, markers: false },
+            ),
+          ),
+          segments: withRequest ? [52] : [],
+        },
+        {
+          from: 'server',
+          bytes: encodeFpdu(
+            taggedSegment({ opcode: Opcode.RdmaReadResponse, stag: 0x77, to: 0n }, new Uint8Array(16)),
+            {
+              crc: true,
+              markers: false,
+            },
+          ),
+        },
+      ]);
+    // Frame 6 (the Read Request's segment) never reached the capture.
+    const lost = await dissectBytes(dropFrame(flow(true), 6));
+    expect(rejects(lost)).toEqual([]);
+    expect(lost.findings.map((f) => f.code)).toEqual(
+      expect.arrayContaining(['rdmap-read-response-unmatched', 'tcp-gap']),
+    );
+    const none = await dissectBytes(flow(false));
+    expect(rejects(none)).toEqual(['rdmap-unexpected-read-response RFC 5040 §4.4']);
+  });
+});
+
+describe('bounds and other transports', () => {
+  it('a TCP gap never filled: at most 8 MiB held out of order, then the direction is given up with a note', async () => {
+    const w = new PcapWriter();
+    const c = [10, 0, 0, 1];
+    const sv = [10, 0, 0, 2];
+    let t = 0;
+    const seg = (from: 'c' | 's', seq: number, ack: number, flags: number, payload?: Uint8Array) =>
+      w.add(
+        tcpFrame({
+          srcIp: from === 'c' ? c : sv,
+          dstIp: from === 'c' ? sv : c,
+          srcPort: from === 'c' ? 40000 : 7174,
+          dstPort: from === 'c' ? 7174 : 40000,
+          seq,
+          ack,
+          flags,
+          ...(payload ? { payload } : {}),
+        }),
+        (t += 10),
+      );
+    seg('c', 999, 0, TCP_SYN);
+    seg('s', 4999, 1000, TCP_SYN | TCP_ACK);
+    seg('c', 1000, 5000, TCP_ACK | TCP_PSH, encodeMpaRequest({ markers: false, crc: true, rev: 1 }));
+    seg('s', 5000, 1020, TCP_ACK | TCP_PSH, encodeMpaReply({ markers: false, crc: true, rev: 1 }));
+    // 100 octets never captured, then 150 segments of 60000 octets; on another connection, 5000 of 1 octet.
+    for (let i = 0; i < 150; i++) seg('c', 1020 + 100 + i * 60000, 5020, TCP_ACK, new Uint8Array(60000));
+    const r = await dissectBytes(w.bytes());
+    const gap = r.findings.filter((f) => f.code === 'tcp-gap');
+    expect(gap).toHaveLength(1);
+    expect(gap[0]?.message).toMatch(/^more than 8388608 octets or 4096 segments after a gap/);
+    expect(gap[0]?.frame).toBeLessThan(4 + 150);
+  });
+
+  it('a TCP gap followed by many small segments: at most 4096 segments held', async () => {
+    const parts = [encodeMpaRequest({ markers: false, crc: true, rev: 1 })];
+    const w = tcpFlowPcap([
+      { from: 'client', bytes: parts[0] as Uint8Array },
+      { from: 'server', bytes: encodeMpaReply({ markers: false, crc: true, rev: 1 }) },
+      // The first 8 octets of the FPDU stream are cut into their own segment, dropped below.
+      { from: 'client', bytes: new Uint8Array(8 + 5000), segments: [8, ...Array.from({ length: 5000 }, () => 1)] },
+    ]);
+    const r = await dissectBytes(dropFrame(w, 6));
+    const gap = r.findings.filter((f) => f.code === 'tcp-gap');
+    expect(gap).toHaveLength(1);
+    // Frames renumber after the dropped one: the 4097th held segment is frame 6 + 4096.
+    expect(gap[0]?.frame).toBe(6 + 4096);
+  });
+
+  /** An SCTP packet (RFC 4960 §3) with its CRC32c. */
+  function sctp(srcPort: number, dstPort: number, chunks: Uint8Array[], corrupt = false): Uint8Array {
+    const body = concat(chunks);
+    const p = new Uint8Array(12 + body.byteLength);
+    const v = new DataView(p.buffer);
+    v.setUint16(0, srcPort);
+    v.setUint16(2, dstPort);
+    v.setUint32(4, 0x1234);
+    p.set(body, 12);
+    writeMpaCrc(p, 8, crc32c(p) ^ (corrupt ? 1 : 0));
+    return p;
+  }
+  function chunk(type: number, flags: number, value: Uint8Array): Uint8Array {
+    const c = new Uint8Array((4 + value.byteLength + 3) & ~3);
+    c[0] = type;
+    c[1] = flags;
+    new DataView(c.buffer).setUint16(2, 4 + value.byteLength);
+    c.set(value, 4);
+    return c;
+  }
+  function data(tsn: number, sid: number, ppid: number, flags: number, payload: Uint8Array): Uint8Array {
+    const v = new Uint8Array(12 + payload.byteLength);
+    const d = new DataView(v.buffer);
+    d.setUint32(0, tsn);
+    d.setUint16(4, sid);
+    d.setUint32(8, ppid);
+    v.set(payload, 12);
+    return chunk(0, flags, v);
+  }
+  function init(type: number): Uint8Array {
+    const v = new Uint8Array(16 + 8);
+    const d = new DataView(v.buffer);
+    d.setUint32(0, 0x1234);
+    d.setUint32(4, 65536);
+    d.setUint16(8, 2);
+    d.setUint16(10, 2);
+    d.setUint16(16, 0xc006);
+    d.setUint16(18, 8);
+    d.setUint32(20, 1);
+    return chunk(type, 0, v);
+  }
+
+  it('raw SCTP (IP protocol 132): the adaptation indication, session control, a DDP Segment in two fragments, a retransmission, a bad checksum', async () => {
+    const c = [10, 0, 0, 1];
+    const sv = [10, 0, 0, 2];
+    const w = new PcapWriter();
+    let t = 0;
+    const up = (p: Uint8Array) => w.add(ipv4Frame(c, sv, 132, p), (t += 10));
+    const down = (p: Uint8Array) => w.add(ipv4Frame(sv, c, 132, p), (t += 10));
+    const seg1 = send(1, 3000);
+    up(sctp(5000, 7174, [init(1)]));
+    down(sctp(7174, 5000, [init(2)]));
+    up(sctp(5000, 7174, [data(1, 0, 17, 3, Uint8Array.of(0, 1, 0, 0))]));
+    down(sctp(7174, 5000, [data(1, 0, 17, 3, Uint8Array.of(0, 2, 0, 0))]));
+    up(sctp(5000, 7174, [data(2, 1, 16, 2, seg1.subarray(0, 1000))]));
+    up(sctp(5000, 7174, [data(3, 1, 16, 1, seg1.subarray(1000))]));
+    up(sctp(5000, 7174, [data(3, 1, 16, 1, seg1.subarray(1000))])); // retransmitted
+    up(sctp(5000, 7174, [data(4, 1, 16, 3, send(3, 10))])); // MSN 3 after 1
+    up(sctp(5000, 7174, [data(5, 1, 16, 3, send(4, 10))], true));
+    const r = await dissectBytes(w.bytes());
+    expect(r.connections).toHaveLength(1);
+    const conn = r.connections[0];
+    expect(conn).toMatchObject({ transport: 'sctp', initiator: '10.0.0.1:5000', operations: { Send: 2 } });
+    expect(conn?.setup).toContain('DDP adaptation on');
+    expect(r.events.filter((e) => e.kind === 'session-control').map((e) => e.summary)).toEqual([
+      'SCTP stream 0 PPID 17 · Session Initiate, 0 octets of private data',
+      'SCTP stream 0 PPID 17 · Session Accept, 0 octets of private data',
+    ]);
+    expect(
+      r.events.some(
+        (e) =>
+          e.summary.includes('SCTP stream 1 PPID 16 · DDP untagged QN 0 MSN 1') &&
+          e.summary.endsWith('payload 3000 octets'),
+      ),
+    ).toBe(true);
+    expect(rejects(r)).toEqual(['ddp-msn RFC 5041 §4.4, §7.2', 'sctp-checksum RFC 4960 §6.8']);
+  });
+
+  it('SCTP fragments that never complete: at most 65536 held per direction, then the oldest dropped with a note', async () => {
+    const w = new PcapWriter();
+    let tsn = 1;
+    for (let p = 0; p < 23; p++) {
+      const chunks = Array.from({ length: 3000 }, () => data(tsn++, 1, 16, 2, Uint8Array.of(0)));
+      w.add(ipv4Frame([10, 0, 0, 1], [10, 0, 0, 2], 132, sctp(5000, 7174, chunks)), p);
+    }
+    const r = await dissectBytes(w.bytes());
+    const dropped = r.findings.filter((f) => f.code === 'sctp-reassembly-limit');
+    expect(dropped).toHaveLength(1);
+    expect(dropped[0]?.frame).toBe(22);
+  });
+});
