@@ -2,7 +2,9 @@ import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import { registerAttack } from './commands/attack.js';
 import { registerBench } from './commands/bench.js';
+import { registerConformance } from './commands/conformance.js';
 import { registerDemo } from './commands/demo.js';
+import { registerDissect } from './commands/dissect.js';
 import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf.js';
 import { registerRping } from './commands/rping.js';
@@ -35,5 +37,7 @@ export function buildProgram(): Command {
   registerSctpExperiment(program);
   registerSoak(program);
   registerAttack(program);
+  registerConformance(program);
+  registerDissect(program);
   return program;
 }
