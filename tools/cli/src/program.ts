@@ -5,6 +5,7 @@ import { registerBench } from './commands/bench.js';
 import { registerConformance } from './commands/conformance.js';
 import { registerDemo } from './commands/demo.js';
 import { registerDissect } from './commands/dissect.js';
+import { registerExperiment } from './commands/experiment.js';
 import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf.js';
 import { registerRping } from './commands/rping.js';
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerPerf(program);
   registerFuzz(program);
   registerSctpExperiment(program);
+  registerExperiment(program);
   registerSoak(program);
   registerAttack(program);
   registerConformance(program);

@@ -1,0 +1,225 @@
+/**
+ * The experiment's outputs: the terminal table, `--out DIR` (results.json, every sample as CSV, the
+ * SVG plots) and the sweep's report (report.md answering: at which loss do N SCTP streams on one
+ * association beat one shared MPA/TCP connection, and by how much).
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { cdfChart, sweepChart, timelineChart } from './charts.js';
+import type { RunResult } from './run.js';
+import { MAPPING_TITLES, type Mapping } from './workload.js';
+
+const ms = (us: number) => (Number.isFinite(us) ? (us / 1000).toFixed(2) : 'n/a');
+
+export const TABLE_HEADER =
+  ' mapping        flows  loss%  delay  p50[ms]  p99[ms] p99.9[ms]  max[ms]  goodput[MB/s]  stall[ms] stalled  drops  verified';
+
+export function tableLine(r: RunResult): string {
+  return ` ${r.mapping.padEnd(13)} ${String(r.flows).padStart(6)} ${r.loss.toFixed(1).padStart(6)} ${String(r.delayMs).padStart(6)} ${ms(r.overall.p50Us).padStart(8)} ${ms(r.overall.p99Us).padStart(8)} ${ms(r.overall.p999Us).padStart(9)} ${ms(r.overall.maxUs).padStart(8)} ${r.goodputMBps.toFixed(3).padStart(14)} ${ms(r.stallTotalUs).padStart(10)} ${String(r.stalledMessages).padStart(7)} ${String(r.drops).padStart(6)}  ${r.verified ? 'yes' : 'NO'}`;
+}
+
+export function flowLine(f: RunResult['perFlow'][number]): string {
+  return `     flow ${String(f.flow).padStart(3)}: p50 ${ms(f.p50Us)} p99 ${ms(f.p99Us)} p99.9 ${ms(f.p999Us)} max ${ms(f.maxUs)} ms, ${f.goodputMBps.toFixed(3)} MB/s, stall ${ms(f.stallTotalUs)} ms over ${f.stalledMessages} messages (max ${ms(f.stallMaxUs)} ms)${f.verified ? '' : ' NOT VERIFIED'}`;
+}
+
+export interface Meta {
+  readonly command: string;
+  readonly seed: number;
+  readonly netem: boolean;
+  readonly options: Record<string, unknown>;
+}
+
+const pointKey = (r: { flows: number; loss: number; delayMs: number }) =>
+  `flows${r.flows}-loss${r.loss}-delay${r.delayMs}`;
+
+/** Summary of a run for results.json (samples go to the CSV). */
+function summary(r: RunResult) {
+  const { samples: _s, losses, ...rest } = r;
+  return { ...rest, lossEvents: losses.length, lossEventTimesUs: losses.map((l) => l.atUs) };
+}
+
+const CSV_HEADER =
+  'mapping,flows,loss,delay_ms,seed,flow,seq,scheduled_us,posted_us,delivered_us,answered_us,latency_us,rtt_us,stall_us';
+
+function csvRows(r: RunResult): string[] {
+  return r.samples.map(
+    (s) =>
+      `${r.mapping},${r.flows},${r.loss},${r.delayMs},${r.seed},${s.flow},${s.seq},${s.scheduledUs},${s.postedUs},${s.deliveredUs},${s.answeredUs},${s.latencyUs},${s.rttUs},${s.stallUs}`,
+  );
+}
+
+/** Points (flows, loss, delay) in the order first run. */
+function points(results: readonly RunResult[]): RunResult[][] {
+  const m = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const k = pointKey(r);
+    const l = m.get(k);
+    if (l) l.push(r);
+    else m.set(k, [r]);
+  }
+  return [...m.values()];
+}
+
+/**
+ * results.json, samples.csv (samples.csv.gz with `gzip`), a latency CDF per point (one series per
+ * mapping) and a timeline per run (or, with `timelinesAt`, only for the runs it picks).
+ */
+export async function writeOut(
+  dir: string,
+  meta: Meta,
+  results: readonly RunResult[],
+  o: { gzip?: boolean; timelinesAt?: (r: RunResult) => boolean } = {},
+): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  const files: string[] = [];
+  const put = async (name: string, data: string | Buffer) => {
+    const f = path.join(dir, name);
+    await writeFile(f, data);
+    files.push(f);
+  };
+  await put('results.json', `${JSON.stringify({ ...meta, runs: results.map(summary) }, null, 1)}\n`);
+  const csv = `${[CSV_HEADER, ...results.flatMap(csvRows)].join('\n')}\n`;
+  if (o.gzip) await put('samples.csv.gz', gzipSync(csv));
+  else await put('samples.csv', csv);
+  for (const group of points(results)) {
+    const g = group[0] as RunResult;
+    await put(
+      `cdf-${pointKey(g)}.svg`,
+      cdfChart(
+        `Latency CDF: ${g.flows} flows, ${g.loss} % loss, ${g.delayMs} ms delay`,
+        group.map((r) => ({
+          label: `${r.mapping} (${MAPPING_TITLES[r.mapping]})`,
+          latUs: r.samples.map((s) => s.latencyUs),
+        })),
+      ),
+    );
+    for (const r of group)
+      if (!o.timelinesAt || o.timelinesAt(r))
+        await put(
+          `timeline-${r.mapping}-${pointKey(r)}.svg`,
+          timelineChart(
+            `${r.mapping}: per-flow latency, ${r.flows} flows, ${r.loss} % loss, ${r.delayMs} ms delay`,
+            r.samples,
+            r.startUs,
+            r.losses.map((l) => l.atUs),
+          ),
+        );
+  }
+  return files;
+}
+
+interface Cell {
+  readonly p99: number;
+  readonly stall: number;
+}
+
+/** The sweep's report: tables per (flows, delay), the answer, the charts. */
+export async function writeSweepReport(dir: string, meta: Meta, results: readonly RunResult[]): Promise<string> {
+  const groups = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const k = `${r.flows}/${r.delayMs}`;
+    const l = groups.get(k);
+    if (l) l.push(r);
+    else groups.set(k, [r]);
+  }
+  const mappings = [...new Set(results.map((r) => r.mapping))] as Mapping[];
+  const md: string[] = [
+    '# Multi-stream SCTP against MPA/TCP: sweep report',
+    '',
+    `Command: \`${meta.command}\``,
+    '',
+    `Seed ${meta.seed}. Every run verified: ${results.every((r) => r.verified) ? 'yes' : 'NO'} (${results.length} runs).`,
+    '',
+    'Impairments and where they came from:',
+    '',
+    ...[...new Set(results.flatMap((r) => r.impairments.map((i) => i.replace(/^(loss|delay) [\d.]+/, '$1 …'))))].map(
+      (i) => `- ${i}`,
+    ),
+    '',
+    'Latency is one way (scheduled send → delivered to the responder), all flows of a run together.',
+    'Stall is the head-of-line stall other flows imposed (docs/EXPERIMENTS.md "Stall"), summed over all flows.',
+    '',
+    '## Answer',
+    '',
+  ];
+  const answers: string[] = [];
+  const sections: string[] = [];
+  for (const [key, rs] of groups) {
+    const [flows, delay] = key.split('/').map(Number) as [number, number];
+    const losses = [...new Set(rs.map((r) => r.loss))].sort((a, b) => a - b);
+    const cell = (m: Mapping, loss: number): Cell | undefined => {
+      const r = rs.find((x) => x.mapping === m && x.loss === loss);
+      return r ? { p99: r.overall.p99Us, stall: r.stallTotalUs } : undefined;
+    };
+    // Where N streams on one association beat the one shared TCP connection at p99, from there on up.
+    if (mappings.includes('sctp-streams') && mappings.includes('tcp-shared')) {
+      let from: number | undefined;
+      for (let i = losses.length - 1; i >= 0; i--) {
+        const a = cell('sctp-streams', losses[i] as number);
+        const b = cell('tcp-shared', losses[i] as number);
+        if (a && b && a.p99 < b.p99) from = losses[i];
+        else break;
+      }
+      const top = losses.at(-1) as number;
+      const a = cell('sctp-streams', top);
+      const b = cell('tcp-shared', top);
+      const at = from === undefined ? undefined : { a: cell('sctp-streams', from), b: cell('tcp-shared', from) };
+      answers.push(
+        from === undefined
+          ? `- ${flows} flows, ${delay} ms delay: N SCTP streams did not beat one TCP connection at p99 at the top of the sweep (${top} %: ${ms(a?.p99 ?? Number.NaN)} vs ${ms(b?.p99 ?? Number.NaN)} ms).`
+          : `- ${flows} flows, ${delay} ms delay: N SCTP streams beat one TCP connection at p99 from ${from} % loss on (${ms(at?.a?.p99 ?? Number.NaN)} vs ${ms(at?.b?.p99 ?? Number.NaN)} ms, ×${((at?.b?.p99 ?? 0) / (at?.a?.p99 ?? 1)).toFixed(2)}); at ${top} %: ${ms(a?.p99 ?? Number.NaN)} vs ${ms(b?.p99 ?? Number.NaN)} ms (×${((b?.p99 ?? 0) / (a?.p99 ?? 1)).toFixed(2)}); HOL stall ${ms(a?.stall ?? Number.NaN)} vs ${ms(b?.stall ?? Number.NaN)} ms.`,
+      );
+    }
+    sections.push(
+      `## ${flows} flows, ${delay} ms delay`,
+      '',
+      `| loss % | ${mappings.map((m) => `${m} p99 [ms]`).join(' | ')} | ${mappings.map((m) => `${m} stall [ms]`).join(' | ')} |`,
+      `|---:|${mappings.map(() => '---:').join('|')}|${mappings.map(() => '---:').join('|')}|`,
+      ...losses.map(
+        (l) =>
+          `| ${l} | ${mappings.map((m) => ms(cell(m, l)?.p99 ?? Number.NaN)).join(' | ')} | ${mappings.map((m) => ms(cell(m, l)?.stall ?? Number.NaN)).join(' | ')} |`,
+      ),
+      '',
+      `![p99 latency against loss](p99-flows${flows}-delay${delay}.svg)`,
+      `![stall against loss](stall-flows${flows}-delay${delay}.svg)`,
+      '',
+    );
+    const series = (f: (c: Cell) => number) =>
+      mappings.map((m) => ({
+        label: m,
+        points: losses.flatMap((l) => {
+          const c = cell(m, l);
+          return c ? [{ x: l, y: f(c) }] : [];
+        }),
+      }));
+    await writeFile(
+      path.join(dir, `p99-flows${flows}-delay${delay}.svg`),
+      sweepChart(
+        `p99 one-way latency, ${flows} flows, ${delay} ms delay`,
+        'p99 latency (ms)',
+        series((c) => c.p99 / 1000),
+      ),
+    );
+    await writeFile(
+      path.join(dir, `stall-flows${flows}-delay${delay}.svg`),
+      sweepChart(
+        `HOL stall imposed by other flows, ${flows} flows, ${delay} ms delay`,
+        'stall, all flows (ms)',
+        series((c) => c.stall / 1000),
+      ),
+    );
+  }
+  md.push(...answers, '', ...sections);
+  md.push(
+    '## Files',
+    '',
+    '- `results.json`: every run (options, seeds, impairments, per-flow measures, loss event times).',
+    '- `samples.csv.gz`: every message of every run.',
+    '- `cdf-*.svg`: latency CDF per point, one line per mapping; `timeline-*.svg`: per-flow latency over time with the drops nftables reported, at the highest loss of each (flows, delay).',
+    '',
+  );
+  const f = path.join(dir, 'report.md');
+  await writeFile(f, `${md.join('\n')}\n`);
+  return f;
+}

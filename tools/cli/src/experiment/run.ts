@@ -1,0 +1,230 @@
+/**
+ * The experiment driver: builds the topology, and for each point (mapping, flows, loss, delay) starts the
+ * responder (and the relay, when delay, jitter or reordering is asked for) in namespace B and the
+ * initiator in namespace A, as separate `rddp experiment --role …` processes, then joins their reports.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  type ClientFlow,
+  type FlowResult,
+  flowResults,
+  joinSamples,
+  overall,
+  type Sample,
+  stalls,
+} from './analysis.js';
+import { ExperimentRunError } from './errors.js';
+import type { RelaySpec, RelayStats } from './relay.js';
+import { mix32 } from './rng.js';
+import { ADDR_B, type LossEvent, type Topology } from './topology.js';
+import { type ClientReport, type Mapping, planOf, type ServerReport, type WorkloadSpec } from './workload.js';
+
+export interface Point {
+  readonly mapping: Mapping;
+  readonly flows: number;
+  /** Packet loss per direction, in percent. */
+  readonly loss: number;
+  readonly delayMs: number;
+}
+
+export interface Common {
+  readonly size: number;
+  readonly rate: number;
+  readonly durationS: number;
+  readonly credits: number;
+  readonly jitterMs: number;
+  /** Reordering, in percent of datagrams (UDP only). */
+  readonly reorder: number;
+  readonly rateMbit: number;
+  /** ε of the stall measure, µs. */
+  readonly epsUs: number;
+  readonly seed: number;
+}
+
+export interface RunResult extends Point {
+  readonly seed: number;
+  readonly transport: 'sctp' | 'tcp';
+  readonly startUs: number;
+  readonly endUs: number;
+  readonly verified: boolean;
+  readonly problems: string[];
+  readonly impairments: string[];
+  readonly drops: number;
+  readonly relay?: RelayStats;
+  readonly overall: { p50Us: number; p99Us: number; p999Us: number; maxUs: number };
+  readonly goodputMBps: number;
+  readonly stallTotalUs: number;
+  readonly stalledMessages: number;
+  readonly perFlow: FlowResult[];
+  readonly losses: LossEvent[];
+  readonly samples: Sample[];
+}
+
+/** A point's own seed: the run's seed and the point, so one point repeats alone. */
+export function pointSeed(seed: number, p: Point): number {
+  let h = seed >>> 0;
+  for (const ch of `${p.mapping}/${p.flows}/${p.loss}/${p.delayMs}`) h = mix32(h ^ ch.charCodeAt(0));
+  return h;
+}
+
+/** Which impairment came from where. */
+export function impairmentSources(p: Point, c: Common, netem: boolean): string[] {
+  const out = [`loss ${p.loss} % per direction: kernel nftables (numgen random on each veth input)`];
+  if (c.rateMbit > 0) out.push(`rate ${c.rateMbit} Mbit/s per direction: kernel tc tbf on each veth`);
+  const netemNote = netem ? 'netem present but not used, for one method everywhere' : 'kernel has no netem';
+  if (p.delayMs > 0 || c.jitterMs > 0)
+    out.push(
+      `delay ${p.delayMs} ms + jitter U(0, ${c.jitterMs}) ms per direction: user-space relay (${netemNote}; TCP: order-keeping byte relay)`,
+    );
+  if (c.reorder > 0)
+    out.push(`reordering ${c.reorder} % of datagrams: user-space relay (UDP only; TCP cannot reorder a byte stream)`);
+  return out;
+}
+
+function lines(child: ChildProcess, onLine: (l: string) => void): void {
+  let rest = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    const parts = (rest + d.toString('utf8')).split('\n');
+    rest = parts.pop() ?? '';
+    for (const l of parts) onLine(l);
+  });
+  child.stdout?.on('end', () => {
+    if (rest) onLine(rest);
+  });
+}
+
+/** A role process: resolves with its listening port (if it prints one) and its final JSON line. */
+function role(topo: Topology, side: 'a' | 'b', args: string[], timeoutMs: number) {
+  const child = topo.exec(side, [process.execPath, process.argv[1] as string, 'experiment', ...args]);
+  let err = '';
+  child.stderr?.on('data', (d) => {
+    if (err.length < 8192) err += d;
+  });
+  let last = '';
+  let onPort: (p: number) => void = () => {};
+  const port = new Promise<number>((r) => {
+    onPort = r;
+  });
+  lines(child, (l) => {
+    const m = /^LISTENING (\d+)$/.exec(l);
+    if (m) onPort(Number(m[1]));
+    else if (l.startsWith('{')) last = l;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const done = once(child, 'exit').then(([code]) => {
+    clearTimeout(timer);
+    if (!last)
+      throw new ExperimentRunError(
+        `the ${args[1]} process exited ${code} without a report: ${(err.split('\n').find((l) => /Error|rddp:/.test(l)) ?? err.trim().split('\n').at(-1) ?? '').trim()}`,
+      );
+    return JSON.parse(last) as unknown;
+  });
+  done.catch(() => {});
+  const listening = Promise.race([
+    port,
+    done.then(() => {
+      throw new ExperimentRunError(`the ${args[1]} process ended before listening`);
+    }),
+  ]);
+  listening.catch(() => {});
+  return { child, listening, done };
+}
+
+let nextPort = 31_000 + Math.floor(Math.random() * 2000);
+
+export async function runPoint(topo: Topology, p: Point, c: Common): Promise<RunResult> {
+  const seed = pointSeed(c.seed, p);
+  const plan = planOf(p.mapping, p.flows);
+  topo.setLoss(p.loss);
+  topo.takeLosses();
+  const relayed = p.delayMs > 0 || c.jitterMs > 0 || c.reorder > 0;
+  const port = nextPort;
+  nextPort = nextPort >= 39_000 ? 31_000 : nextPort + 3;
+  const spec: WorkloadSpec = {
+    mapping: p.mapping,
+    flows: p.flows,
+    size: c.size,
+    rate: c.rate,
+    durationS: c.durationS,
+    seed,
+    credits: c.credits,
+    // Relayed: the responder on loopback, the relay on the veth address with the same port (the SCTP
+    // packets name the port they were sent to, and llp-sctp's endpoint answers only its own).
+    host: relayed ? '127.0.0.1' : '0.0.0.0',
+    port,
+  };
+  const limit = (c.durationS + 120) * 1000;
+  const server = role(topo, 'b', ['--role', 'server', '--spec', JSON.stringify(spec)], limit);
+  let relay: ReturnType<typeof role> | undefined;
+  try {
+    await server.listening;
+    let target = port;
+    if (relayed) {
+      const rs: RelaySpec = {
+        proto: plan.transport === 'sctp' ? 'udp' : 'tcp',
+        listenHost: ADDR_B,
+        listenPort: port,
+        upstreamHost: '127.0.0.1',
+        upstreamPort: port,
+        delayMs: p.delayMs,
+        jitterMs: c.jitterMs,
+        reorder: c.reorder / 100,
+        seed: mix32(seed ^ 0x5eed),
+      };
+      relay = role(topo, 'b', ['--role', 'relay', '--spec', JSON.stringify(rs)], limit);
+      target = await relay.listening;
+    }
+    const client = role(
+      topo,
+      'a',
+      ['--role', 'client', '--spec', JSON.stringify({ ...spec, host: ADDR_B, port: target })],
+      limit,
+    );
+    const cr = (await client.done) as ClientReport;
+    const sr = (await server.done) as ServerReport;
+    let relayStats: RelayStats | undefined;
+    if (relay) {
+      relay.child.kill('SIGTERM');
+      relayStats = (await relay.done) as RelayStats;
+    }
+    const drops = topo.dropped();
+    const losses = topo.takeLosses();
+    const expected = Math.floor(c.durationS * c.rate);
+    const samples = stalls(
+      joinSamples(cr.flows, sr.flows),
+      c.epsUs,
+      losses.map((l) => l.atUs),
+    );
+    const perFlow = flowResults(
+      samples,
+      cr.flows as ClientFlow[],
+      (f) => sr.flows[String(f)]?.verified ?? false,
+      c.size,
+      c.durationS,
+      expected,
+    );
+    return {
+      ...p,
+      seed,
+      transport: plan.transport,
+      startUs: cr.startUs,
+      endUs: cr.endUs,
+      verified: perFlow.length === p.flows && perFlow.every((f) => f.verified),
+      problems: [...cr.problems, ...sr.problems].slice(0, 20),
+      impairments: impairmentSources(p, c, topo.netemAvailable),
+      drops,
+      ...(relayStats ? { relay: relayStats } : {}),
+      overall: overall(samples),
+      goodputMBps: perFlow.reduce((a, f) => a + f.goodputMBps, 0),
+      stallTotalUs: perFlow.reduce((a, f) => a + f.stallTotalUs, 0),
+      stalledMessages: perFlow.reduce((a, f) => a + f.stalledMessages, 0),
+      perFlow,
+      losses,
+      samples,
+    };
+  } finally {
+    server.child.kill('SIGKILL');
+    relay?.child.kill('SIGKILL');
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * `rddp experiment`, CI-sized: the real command builds its two namespaces and veth, runs 4 flows under
+ * all four mappings at 0 % and 2 % loss (kernel nftables) with delay, jitter and reordering from the
+ * user-space relay, and writes --out. Checked from outside: the exit code and table, results.json
+ * (every flow verified, seeds, mappings, drops), samples.csv, and every SVG rendered to PNG (resvg) with
+ * its expected series. Needs root, ip netns, nft and tc: fails in CI without them, skips visibly elsewhere.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Resvg } from '@resvg/resvg-js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { topologyUnavailable } from '../src/experiment/topology.js';
+
+const RDDP_JS = path.resolve(__dirname, '../dist/main.js');
+const MAPPINGS = ['sctp-streams', 'sctp-assocs', 'tcp-conns', 'tcp-shared'];
+const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
+
+const why = topologyUnavailable();
+if (why && process.env.CI) throw new Error(`rddp experiment test cannot run in CI: ${why}`);
+if (why) console.warn(`rddp experiment tests skipped: ${why}`);
+
+const dir = mkdtempSync(path.join(tmpdir(), 'rddp-experiment-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function rddp(args: string[], opts: { uid?: number } = {}) {
+  const child = spawn(process.execPath, [RDDP_JS, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
+  return { code, out, err };
+}
+
+/** Renders `svg` to PNG and counts what is drawn. */
+function render(svg: string) {
+  const attr = (name: string) => Number(new RegExp(`<svg[^>]* ${name}="(\\d+)"`).exec(svg)?.[1]);
+  const image = new Resvg(svg, { font: { loadSystemFonts: true } }).render();
+  const png = image.asPng();
+  expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+  const width = png.readUInt32BE(16);
+  const height = png.readUInt32BE(20);
+  expect([width, height]).toEqual([attr('width'), attr('height')]);
+  const px = image.pixels;
+  let inked = 0;
+  const colored = new Map(COLORS.map((c) => [c, 0]));
+  for (let i = 0; i < px.length; i += 4) {
+    const [r, g, b] = [px[i] as number, px[i + 1] as number, px[i + 2] as number];
+    if (r < 250 || g < 250 || b < 250) inked++;
+    for (const c of COLORS) {
+      const [R, G, B] = [1, 3, 5].map((k) => Number.parseInt(c.slice(k, k + 2), 16)) as [number, number, number];
+      if (Math.abs(r - R) < 8 && Math.abs(g - G) < 8 && Math.abs(b - B) < 8) colored.set(c, (colored.get(c) ?? 0) + 1);
+    }
+  }
+  return { width, height, inked, colored, pngBytes: png.length };
+}
+
+const seriesOf = (svg: string) => [...svg.matchAll(/<path class="series" data-series="([^"]*)" d="([^"]*)"/g)];
+
+describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why ? ` (skipped: ${why})` : ''}`, () => {
+  it('4 flows, 4 mappings, 0 % and 2 % loss, relay delay/jitter/reorder: verified runs, JSON, CSV and plots', async () => {
+    const out = path.join(dir, 'ci');
+    const r = await rddp([
+      'experiment',
+      '--flows', '4',
+      '--loss', '0,2',
+      '--delay', '2',
+      '--jitter', '1',
+      '--reorder', '1',
+      '--rate', '200',
+      '-D', '1.5',
+      '--seed', '4242',
+      '--out', out,
+    ]); // biome-ignore format: flag pairs
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('seed 4242 (repeat with --seed 4242)');
+    expect(r.out).toContain('kernel nftables');
+    expect(r.out).toContain('user-space relay');
+    for (const m of MAPPINGS) expect(r.out).toMatch(new RegExp(`\\n ${m}\\s+4\\s+2\\.0\\s.*\\syes\\n`));
+
+    const json = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
+    expect(json.seed).toBe(4242);
+    expect(json.runs).toHaveLength(8);
+    expect(new Set(json.runs.map((x: { mapping: string }) => x.mapping))).toEqual(new Set(MAPPINGS));
+    const expected = Math.floor(1.5 * 200);
+    let messages = 0;
+    for (const run of json.runs) {
+      expect(run.verified).toBe(true);
+      expect(Number.isInteger(run.seed)).toBe(true);
+      expect(run.perFlow).toHaveLength(4);
+      for (const f of run.perFlow) {
+        expect(f).toMatchObject({ verified: true, messages: expected });
+        expect(f.p50Us).toBeGreaterThan(0);
+        expect(f.p99Us).toBeGreaterThanOrEqual(f.p50Us);
+        expect(f.maxUs).toBeGreaterThanOrEqual(f.p999Us);
+        messages += f.messages;
+      }
+      expect(run.impairments.join(' ')).toContain('user-space relay');
+      if (run.loss > 0) {
+        expect(run.drops).toBeGreaterThan(0); // nftables really dropped packets
+        expect(run.lossEvents).toBeGreaterThan(0); // and `nft monitor trace` reported them
+      } else expect(run.drops).toBe(0);
+    }
+    // Same seed, same point: the same per-point seed.
+    const seeds = new Map<string, number>();
+    for (const run of json.runs) seeds.set(`${run.mapping}/${run.loss}`, run.seed);
+    expect(seeds.size).toBe(8);
+
+    const csv = readFileSync(path.join(out, 'samples.csv'), 'utf8').trim().split('\n');
+    expect(csv[0]).toMatch(/^mapping,flows,loss,delay_ms,seed,flow,seq,.*latency_us,rtt_us,stall_us$/);
+    expect(csv.length - 1).toBe(messages);
+
+    const svgs = readdirSync(out).filter((f) => f.endsWith('.svg'));
+    expect(svgs.filter((f) => f.startsWith('cdf-')).sort()).toEqual([
+      'cdf-flows4-loss0-delay2.svg',
+      'cdf-flows4-loss2-delay2.svg',
+    ]);
+    expect(svgs.filter((f) => f.startsWith('timeline-'))).toHaveLength(8);
+    for (const f of svgs) {
+      const svg = readFileSync(path.join(out, f), 'utf8');
+      const look = render(svg);
+      expect(look.width).toBeGreaterThanOrEqual(600);
+      expect(look.height).toBeGreaterThanOrEqual(400);
+      expect(look.width).toBeLessThanOrEqual(2000);
+      expect(look.height).toBeLessThanOrEqual(1200);
+      expect(look.inked).toBeGreaterThan(look.width * look.height * 0.01);
+      const series = seriesOf(svg);
+      if (f.startsWith('cdf-')) {
+        expect(series.map((m) => (m[1] as string).split(' ')[0])).toEqual(MAPPINGS);
+      } else {
+        expect(series.map((m) => m[1])).toEqual(['flow 0', 'flow 1', 'flow 2', 'flow 3']);
+        const marks = (svg.match(/class="loss-event"/g) ?? []).length;
+        if (f.includes('-loss2-')) expect(marks).toBeGreaterThan(0);
+        else expect(marks).toBe(0);
+      }
+      // Every series has a line of many points, and its colour is on the PNG.
+      for (const [i, m] of series.entries()) {
+        expect((m[2] as string).split('L').length).toBeGreaterThan(20);
+        expect(look.colored.get(COLORS[i] as string)).toBeGreaterThan(50);
+      }
+    }
+  }, 120_000);
+});
+
+describe('rddp experiment without privileges', () => {
+  it('stops with one line and exit 1 when it cannot build namespaces', async () => {
+    if (process.getuid?.() !== 0) {
+      const r = await rddp(['experiment', '--flows', '1', '--loss', '0']);
+      expect(r).toMatchObject({ code: 1, out: '' });
+      expect(r.err).toMatch(/^rddp: experiment needs root \(network namespaces, nftables, tc\)\n$/);
+      return;
+    }
+    // As root: run it as nobody.
+    const r = await rddp(['experiment', '--flows', '1', '--loss', '0'], { uid: 65534 });
+    expect(r).toMatchObject({ code: 1, out: '' });
+    expect(r.err).toMatch(/^rddp: experiment needs root \(network namespaces, nftables, tc\)\n$/);
+  }, 30_000);
+});
