@@ -8,14 +8,5 @@ export function mix32(x: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** mulberry32: uniform numbers in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+/** mulberry32, uniform in [0, 1): the project's one seeded PRNG (@rddp/llp). */
+export { seededRandom } from '@rddp/llp';
