@@ -110,6 +110,9 @@ async function listenRun(m: M, only?: string): Promise<RunSummary> {
     return await runKit({
       listen: '0',
       ...kitMode(m),
+      // Each case waits for a separate `rping -c` process to start and connect: generous on a loaded CI machine.
+      wait: '10000',
+      caseTimeout: '30000',
       ...(only ? { only } : {}),
       onListening: (port) => {
         pump = clientPump(port, m);
@@ -125,7 +128,7 @@ describe('rddp conformance --listen: the kit as server of `rping -c` clients', (
     const s = await listenRun({ rev: 1, crc: true, markers: false });
     expect(failures(s)).toEqual([]);
     expect(s.passed).toBeGreaterThan(25);
-  }, 90_000);
+  }, 240_000);
 
   it.each(MODES.slice(1))('startup, the honest ping and a Terminate in every mode: %o', async (m) => {
     const s = await listenRun(m, 'mpa.startup,liveness,ddp.tagged.invalid-stag');
