@@ -7,11 +7,12 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type EncodeFpduOptions, encodeFpdu } from '../src/index.js';
 
 export const TSHARK = process.env.TSHARK ?? '/usr/bin/tshark';
-export const RDDP = resolve(__dirname, '../../rddp');
+/** Separate `tools/rddp` processes and free ports: the CLI tests' helpers. */
+export { freePort, RDDP, run as rddp } from '../../cli/test/procs.js';
 
 /** Whether tshark is here; in CI (which installs it) its absence is an error. */
 export function haveTshark(): boolean {
@@ -23,15 +24,6 @@ export function haveTshark(): boolean {
 export function tempDir(): { dir: string; dispose(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'rddp-dissect-'));
   return { dir, dispose: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-export async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as net.AddressInfo).port;
-  s.close();
-  await once(s, 'close');
-  return port;
 }
 
 /** `tshark -i lo -w file -f filter`, resolved once it captures; stop() ends it after the traffic. */
@@ -65,19 +57,6 @@ export async function startCapture(file: string, filter: string): Promise<{ stop
       await exited;
     },
   };
-}
-
-/** Runs `tools/rddp args…` to its end. */
-export function rddp(args: string[]): {
-  child: ChildProcess;
-  done: Promise<{ code: number | null; out: string; err: string }>;
-} {
-  const child = spawn(RDDP, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (err += d));
-  return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
 }
 
 /** Waits until something accepts TCP connections on the port. */
