@@ -4,6 +4,7 @@
  */
 import type { LlpStream, Ulpdu } from '@rddp/llp';
 import type { Observable } from 'rxjs';
+import type { DdpStream } from './stream.js';
 
 /** DDP Version: 1 = IETF (RFC 5041), 0 = RDMA Consortium DDP 1.0. Chosen per stream (§4.1). */
 export type DdpVersion = 0 | 1;
@@ -255,38 +256,14 @@ export interface DdpCloseEvent {
   readonly flushed: readonly FlushedReceive[];
 }
 
-/** One DDP Stream over one LLP stream (§6). */
-export interface DdpStreamApi {
+/** One DDP Stream over one LLP stream (§6). The two sends are `DdpStream`'s, declared once there. */
+export interface DdpStreamApi extends Pick<DdpStream, 'sendTagged' | 'sendUntagged'> {
   readonly llp: LlpStream;
   readonly profile: DdpProfile;
   readonly state: DdpStreamState;
   /** Largest payload per segment: MULPDU minus the header (§5.2). */
   maxPayload(tagged: boolean): number;
 
-  /**
-   * Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last.
-   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`;
-   * `onHanded` runs (synchronously, once) when the last segment has been handed to the LLP.
-   */
-  sendTagged(
-    stag: number,
-    to: bigint,
-    payload: readonly Uint8Array[],
-    rsvdUlp: number,
-    signal?: AbortSignal,
-    onHanded?: () => void,
-  ): Promise<void>;
-  /**
-   * Send an untagged DDP Message on queue `qn` (§5.1.2) with that queue's next MSN (from 1).
-   * Resolves with the MSN once the LLP holds no reference to `payload`; `onHanded` as for `sendTagged`.
-   */
-  sendUntagged(
-    qn: number,
-    payload: readonly Uint8Array[],
-    rsvdUlp: number,
-    signal?: AbortSignal,
-    onHanded?: () => void,
-  ): UntaggedSend;
   /** Lets the LLP's ULPDUs through when the stream was made with `startPaused` (else a no-op). */
   start(): void;
   /** Messages queued and not yet handed to the LLP in full (bounded by `maxSendQueue`). */

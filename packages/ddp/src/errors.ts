@@ -1,5 +1,6 @@
 /** Errors DDP raises to its caller, one class per condition with a stable `code` (errors from the peer are events: `error$`). */
 import { abortErrorClass, codedError, invalidArgumentErrorClass, RddpError } from '@rddp/llp';
+import { stagHex } from './header.js';
 
 /** Base class of DDP's errors; an `RddpError` like every rddp error. */
 export abstract class DdpError extends RddpError {}
@@ -14,10 +15,28 @@ export class DdpStreamClosedError extends codedError(DdpError, 'ERR_DDP_STREAM_C
 export class DdpLlpUnsuitableError extends codedError(DdpError, 'ERR_DDP_LLP_UNSUITABLE') {}
 
 /** An STag given to the STag table does not name a registered region. */
-export class UnknownStagError extends codedError(DdpError, 'ERR_DDP_UNKNOWN_STAG') {}
+export class UnknownStagError extends codedError(DdpError, 'ERR_DDP_UNKNOWN_STAG') {
+  constructor(readonly stag: number) {
+    super(`STag ${stagHex(stag)} is not registered`);
+  }
+}
 
-/** The STag table has no free index left (24-bit STag index space, or the table's configured limit). */
-export class StagTableFullError extends codedError(DdpError, 'ERR_DDP_STAG_TABLE_FULL') {}
+/**
+ * The STag table is at a limit: its configured `maxRegions` or `maxRegisteredBytes`, or the 24-bit STag
+ * index space (live and quarantined indices, RFC 5040 §8).
+ */
+export class StagTableFullError extends codedError(DdpError, 'ERR_DDP_STAG_TABLE_FULL') {
+  constructor(
+    /** Which limit: what `max` and `inUse` count. */
+    readonly limit: 'regions' | 'registered octets' | 'STag indices',
+    readonly max: number,
+    readonly inUse: number,
+    /** What the refused registration needed of it. */
+    readonly asked: number,
+  ) {
+    super(`the STag table holds ${inUse} of its limit of ${max} ${limit}; a registration needs ${asked} more`);
+  }
+}
 
 /** The DDP transmit queue holds `maxSendQueue` messages not yet handed to the LLP: the caller must wait. */
 export class DdpSendQueueFullError extends codedError(DdpError, 'ERR_DDP_SEND_QUEUE_FULL') {}

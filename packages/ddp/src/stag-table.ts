@@ -105,11 +105,9 @@ export class StagTable implements StagTableApi {
     if (o.key !== undefined && (!Number.isInteger(o.key) || o.key < 0 || o.key > 0xff))
       throw new DdpInvalidArgumentError(`consumer key ${o.key} is not 8 bits`);
     if (this.regions.size >= this.maxRegions)
-      throw new StagTableFullError(`the STag table holds its limit of ${this.maxRegions} regions`);
+      throw new StagTableFullError('regions', this.maxRegions, this.regions.size, 1);
     if (this.registeredBytes + length > this.maxRegisteredBytes)
-      throw new StagTableFullError(
-        `registering ${length} octets would pass the limit of ${this.maxRegisteredBytes} registered octets (${this.registeredBytes} in use)`,
-      );
+      throw new StagTableFullError('registered octets', this.maxRegisteredBytes, this.registeredBytes, length);
     const index = this.freeIndex(o.key);
     const page = this.page(index);
     const slot = index & 0xff;
@@ -137,8 +135,7 @@ export class StagTable implements StagTableApi {
   /** The region `stag` names (exact key match), valid or not; `UnknownStagError` if none. */
   private registered(stag: number): Region {
     const r = this.regions.get(stag >>> 8);
-    if (!r || r.stag !== stag >>> 0)
-      throw new UnknownStagError(`STag 0x${(stag >>> 0).toString(16)} is not registered`);
+    if (!r || r.stag !== stag >>> 0) throw new UnknownStagError(stag >>> 0);
     return r;
   }
 
@@ -187,7 +184,7 @@ export class StagTable implements StagTableApi {
       const i = (start + n) & MAX_INDEX;
       if (this.usable(i, key)) return i;
     }
-    throw new StagTableFullError('no free STag index');
+    throw new StagTableFullError('STag indices', MAX_INDEX + 1, this.regions.size + this.qSize, 1);
   }
 
   private usable(i: number, key: number | undefined): boolean {

@@ -78,6 +78,10 @@ export class DdpStream implements DdpStreamApi {
   private readonly deliveries = new Subject<DeliveryEvent>();
   private readonly errors = new Subject<DdpErrorEvent>();
   private readonly closed = new ReplaySubject<DdpCloseEvent>(1);
+  readonly placement$: Observable<PlacementEvent> = this.placements.asObservable();
+  readonly delivery$: Observable<DeliveryEvent> = this.deliveries.asObservable();
+  readonly error$: Observable<DdpErrorEvent> = this.errors.asObservable();
+  readonly closed$: Observable<DdpCloseEvent> = this.closed.asObservable();
   private firstError: Error | undefined;
   private started = false;
   private onFirstSegment: (() => void) | undefined;
@@ -150,18 +154,6 @@ export class DdpStream implements DdpStreamApi {
   get state(): DdpStreamState {
     return this._state;
   }
-  get placement$(): Observable<PlacementEvent> {
-    return this.placements.asObservable();
-  }
-  get delivery$(): Observable<DeliveryEvent> {
-    return this.deliveries.asObservable();
-  }
-  get error$(): Observable<DdpErrorEvent> {
-    return this.errors.asObservable();
-  }
-  get closed$(): Observable<DdpCloseEvent> {
-    return this.closed.asObservable();
-  }
   /** Counters: segments sent/received, segments dropped after an error, duplicates ignored (unreliable LLPs). */
   get stats(): { segmentsSent: number; segmentsReceived: number; dropped: number; duplicates: number } {
     return {
@@ -180,6 +172,11 @@ export class DdpStream implements DdpStreamApi {
     return Math.max(0, this.llp.mulpdu - (tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH));
   }
 
+  /**
+   * Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last.
+   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`;
+   * `onHanded` runs (synchronously, once) when the last segment has been handed to the LLP.
+   */
   sendTagged(
     stag: number,
     to: bigint,
@@ -199,6 +196,10 @@ export class DdpStream implements DdpStreamApi {
     }
   }
 
+  /**
+   * Send an untagged DDP Message on queue `qn` (§5.1.2) with that queue's next MSN (from 1).
+   * Resolves with the MSN once the LLP holds no reference to `payload`; `onHanded` as for `sendTagged`.
+   */
   sendUntagged(
     qn: number,
     payload: readonly Uint8Array[],

@@ -133,3 +133,26 @@ describe('RFC 5040 §8, RFC 5042 §5.1.2: STags are hard to predict', () => {
     expect(() => t.invalidate(stale)).toThrow(expect.objectContaining({ code: 'ERR_DDP_UNKNOWN_STAG' }));
   });
 });
+
+describe('StagTable errors carry their data as fields', () => {
+  it('StagTableFullError names the limit, its size, what is in use and what was asked; UnknownStagError the STag', () => {
+    const t = new StagTable(1, 100);
+    const r = t.register({ buffer: new Uint8Array(60), pdId: 1, access: Access.LocalWrite });
+    expect(() => t.register({ buffer: new Uint8Array(1), pdId: 1, access: Access.LocalWrite })).toThrow(
+      expect.objectContaining({ code: 'ERR_DDP_STAG_TABLE_FULL', limit: 'regions', max: 1, inUse: 1, asked: 1 }),
+    );
+    const octets = new StagTable(4, 100);
+    octets.register({ buffer: new Uint8Array(60), pdId: 1, access: Access.LocalWrite });
+    expect(() => octets.register({ buffer: new Uint8Array(50), pdId: 1, access: Access.LocalWrite })).toThrow(
+      expect.objectContaining({ limit: 'registered octets', max: 100, inUse: 60, asked: 50 }),
+    );
+    const stale = (r.stag ^ 0x01) >>> 0;
+    expect(() => t.deregister(stale)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_DDP_UNKNOWN_STAG',
+        stag: stale,
+        message: `STag 0x${stale.toString(16).padStart(8, '0')} is not registered`,
+      }),
+    );
+  });
+});

@@ -178,7 +178,7 @@ class LoopbackTransport implements LlpTransport {
     const host = address.host ?? 'loopback';
     const port = address.port ? address.port : this.network.freePort(host);
     const key = this.network.key(host, port);
-    if (this.network.listeners.has(key)) throw new AddressInUseError(`loopback address ${key} is in use`);
+    if (this.network.listeners.has(key)) throw new AddressInUseError(`loopback ${key}`);
     return new LoopbackListener({ host, port }, this.network, key, options);
   }
 }

@@ -111,9 +111,7 @@ export class MpaTcpListener extends BaseLlpListener {
     if (which !== undefined) {
       socket.resetAndDestroy();
       this.report(
-        new ResourceLimitError(
-          `listener limit reached (${which}): connection from ${remote.host}:${remote.port} refused`,
-        ),
+        new ResourceLimitError(`listener: ${which}`, `connection from ${remote.host}:${remote.port}`),
         remote,
       );
       return;

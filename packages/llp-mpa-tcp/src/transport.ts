@@ -6,6 +6,7 @@ import net from 'node:net';
 import {
   AddressInUseError,
   abortError,
+  BaseLlpTransport,
   ConnectionAbortedError,
   ConnectionRefusedError,
   ConnectionRejectedError,
@@ -18,7 +19,6 @@ import {
   type LlpError,
   type LlpListenOptions,
   LlpTimeoutError,
-  type LlpTransport,
   throwIfAborted,
 } from '@rddp/llp';
 import { MpaTcpConnection, mpaCapabilities } from './connection.js';
@@ -37,17 +37,20 @@ function isResolutionFailure(e: NodeJS.ErrnoException): boolean {
   return e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' || e.code === 'EAI_FAIL' || e.code === 'EAI_NONAME';
 }
 
-export class MpaTcpTransport implements LlpTransport {
+/**
+ * What a connection made with the default parameters promises: CRC is on if this side asks for it
+ * (RFC 5044 §7.1.1 C), and RFC 6581 data takes 4 of the 512 private data octets at Rev 2.
+ */
+function defaultCapabilities(o: ResolvedTransportOptions): LlpCapabilities {
+  const p = o.initiator;
+  return mpaCapabilities({ crc: p.revision === 0 || p.crc, enhanced: p.revision === 2 });
+}
+
+export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> {
   readonly name = 'mpa-tcp';
-  readonly capabilities: LlpCapabilities;
-  readonly options: ResolvedTransportOptions;
 
   constructor(options: MpaTcpOptions = {}) {
-    this.options = resolveTransportOptions(options);
-    const p = this.options.initiator;
-    // What a connection made with the default parameters promises: CRC is on if this side asks for it
-    // (RFC 5044 §7.1.1 C), and RFC 6581 data takes 4 of the 512 private data octets at Rev 2.
-    this.capabilities = mpaCapabilities({ crc: p.revision === 0 || p.crc, enhanced: p.revision === 2 });
+    super(resolveTransportOptions(options), defaultCapabilities);
   }
 
   /** Initiator: TCP connect, send the MPA Request, read the Reply, (peer-to-peer) send the RTR. */
@@ -119,8 +122,7 @@ export class MpaTcpTransport implements LlpTransport {
       };
       const onError = (e: NodeJS.ErrnoException) => {
         if (e.code === 'ECONNREFUSED') fail(new ConnectionRefusedError(`nothing listens at ${host}:${port}`));
-        else if (isResolutionFailure(e))
-          fail(new LlpAddressResolutionError(`cannot resolve ${host}: ${e.code}`, { cause: e }));
+        else if (isResolutionFailure(e)) fail(new LlpAddressResolutionError(host, String(e.code), { cause: e }));
         else
           fail(
             new ConnectionAbortedError(`TCP connection to ${host}:${port} failed: ${e.code ?? e.message}`, {
@@ -189,9 +191,9 @@ export class MpaTcpTransport implements LlpTransport {
           server.off('listening', onListening);
           reject(
             e.code === 'EADDRINUSE'
-              ? new AddressInUseError(`${address.host ?? '*'}:${address.port} is in use`)
+              ? new AddressInUseError(`${address.host ?? '*'}:${address.port}`, { cause: e })
               : isResolutionFailure(e)
-                ? new LlpAddressResolutionError(`cannot resolve ${address.host}: ${e.code}`, { cause: e })
+                ? new LlpAddressResolutionError(String(address.host), String(e.code), { cause: e })
                 : new ConnectionAbortedError(
                     `listen on ${address.host ?? '*'}:${address.port} failed: ${e.code ?? e.message}`,
                     {

@@ -251,7 +251,8 @@ export class SctpConnection implements LlpConnection, StreamHost {
     if (n < wanted) {
       this.fail(
         new ResourceLimitError(
-          `the association has ${n} streams both ways, ${wanted} DDP Streams were asked for (RFC 4960 §5.1.1)`,
+          `the association's ${n} streams both ways, RFC 4960 §5.1.1`,
+          `a connection of ${wanted} DDP Streams`,
         ),
       );
       return;

@@ -2,6 +2,7 @@
  * `sctp(options)`: the LLP transport of DDP over SCTP (RFC 5043), on the npm `sctp` package.
  */
 import {
+  BaseLlpTransport,
   bindError,
   ConnectionRefusedError,
   checkConnectPort,
@@ -18,7 +19,6 @@ import {
   type LlpListenOptions,
   LlpProtocolError,
   LlpTimeoutError,
-  type LlpTransport,
   throwIfAborted,
 } from '@rddp/llp';
 import { connectionTuning, SctpConnection } from './connection.js';
@@ -36,21 +36,23 @@ import { rtoProtocolParameters } from './pkg.js';
 
 let nextId = 0;
 
-export class SctpTransport implements LlpTransport {
+/** What an SCTP association promises DDP (RFC 5043): reliable, ordered messages, CRC32c on every packet. */
+function sctpCapabilities(o: ResolvedOptions): LlpCapabilities {
+  return {
+    reliable: true,
+    ordered: true,
+    preservesMessageBoundaries: true,
+    strongDigest: true, // CRC32c on every packet, verified in paths.ts (RFC 4960 §6.8)
+    maxStreams: o.maxStreams,
+    maxPrivateData: o.maxPrivateData,
+  };
+}
+
+export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
   readonly name = 'sctp';
-  readonly capabilities: LlpCapabilities;
-  readonly options: ResolvedOptions;
 
   constructor(options: SctpTransportOptions = {}) {
-    this.options = resolveOptions(options);
-    this.capabilities = {
-      reliable: true,
-      ordered: true,
-      preservesMessageBoundaries: true,
-      strongDigest: true, // CRC32c on every packet, verified in paths.ts (RFC 4960 §6.8)
-      maxStreams: this.options.maxStreams,
-      maxPrivateData: this.options.maxPrivateData,
-    };
+    super(resolveOptions(options), sctpCapabilities);
   }
 
   async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<SctpConnection> {

@@ -396,9 +396,7 @@ export class UdpListener extends BaseLlpListener {
   private refuse(d: ParsedDatagram, from: Peer, which: string): void {
     this.counters.refused++;
     this.endpoint.answerUnknown(d, from, AbortCode.ResourceLimit);
-    this.report(
-      new ResourceLimitError(`listener limit reached (${which}): setup from ${from.address}:${from.port} refused`),
-    );
+    this.report(new ResourceLimitError(`listener: ${which}`, `setup from ${from.address}:${from.port}`));
   }
 
   private atLimit(): string | undefined {

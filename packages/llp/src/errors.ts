@@ -223,13 +223,38 @@ export class InvalidArgumentError extends invalidArgumentErrorClass(LlpError, 'E
 export class CapabilityError extends codedError(LlpError, 'ERR_LLP_CAPABILITY') {}
 
 /** The address is already taken by another listener. */
-export class AddressInUseError extends codedError(LlpError, 'ERR_LLP_ADDRESS_IN_USE') {}
+export class AddressInUseError extends codedError(LlpError, 'ERR_LLP_ADDRESS_IN_USE') {
+  /** `address`: the address as the transport names it (`host:port`). */
+  constructor(
+    readonly address: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${address} is already in use`, options);
+  }
+}
 
 /** The host name could not be resolved to an address (DNS: no such name, or no answer). */
-export class LlpAddressResolutionError extends codedError(LlpError, 'ERR_LLP_ADDRESS_RESOLUTION') {}
+export class LlpAddressResolutionError extends codedError(LlpError, 'ERR_LLP_ADDRESS_RESOLUTION') {
+  /** `reason`: the resolver's error code (`ENOTFOUND`, `EAI_AGAIN`, ...); the resolver's error is the `cause`. */
+  constructor(
+    readonly host: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot resolve ${host}: ${reason}`, options);
+  }
+}
 
 /** A configured limit (connections, buffered octets, private data) would be exceeded. */
-export class ResourceLimitError extends codedError(LlpError, 'ERR_LLP_RESOURCE_LIMIT') {}
+export class ResourceLimitError extends codedError(LlpError, 'ERR_LLP_RESOURCE_LIMIT') {
+  /** `limit`: the limit reached, with its value (`16 connections`); `refused`: what was refused for it. */
+  constructor(
+    readonly limit: string,
+    readonly refused: string,
+  ) {
+    super(`limit reached (${limit}): ${refused} refused`);
+  }
+}
 
 /** Every `code` an LLP error can carry. */
 export type LlpErrorCode =

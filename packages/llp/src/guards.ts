@@ -66,6 +66,6 @@ export function checkConnectPort(port: number | undefined): number {
 
 /** Why a socket could not be bound at `where`: `AddressInUseError` (EADDRINUSE), else `InvalidArgumentError`. */
 export function bindError(e: Error & { readonly code?: string }, where: string): LlpError {
-  if (e.code === 'EADDRINUSE') return new AddressInUseError(`${where} is already in use`, { cause: e });
+  if (e.code === 'EADDRINUSE') return new AddressInUseError(where, { cause: e });
   return new InvalidArgumentError(`cannot bind ${where}: ${e.message}`, { cause: e });
 }

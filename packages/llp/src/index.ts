@@ -5,6 +5,7 @@
 export * from './base-connection.js';
 export * from './base-listener.js';
 export * from './base-stream.js';
+export * from './base-transport.js';
 export * from './capabilities.js';
 export * from './connection.js';
 export * from './errors.js';

@@ -82,6 +82,16 @@ const ARGS: Record<string, unknown[]> = {
   RpingBogusDataError: [3],
   RpingAdvertisementTooLargeError: [2, 1],
   RpingServerBusyError: [3, 2, 1],
+  AddressInUseError: ['127.0.0.1:7174'],
+  LlpAddressResolutionError: ['no.such.host', 'ENOTFOUND'],
+  ResourceLimitError: ['listener: 16 connections', 'connection from 127.0.0.1:40000'],
+  UnknownStagError: [0x1234_5601],
+  StagTableFullError: ['regions', 16, 16, 1],
+  LlpFailedError: ['receive', new Error('MPA CRC mismatch')],
+  InvalidTerminateError: ['refused by DDP'],
+  TerminateFormatError: ['Terminated DDP Header', 18, 10],
+  InvalidMrError: ['a gather element', 0x1234_5601, 'is deregistered'],
+  SgeRangeError: ['a gather element', 8, 16, { stag: 0x1234_5601, regionLength: 16 }],
 };
 
 /** Every exported error class, once (a class re-exported by two packages counts once). */
@@ -258,5 +268,62 @@ describe('one error family rooted in @rddp/llp', () => {
     expect(e.cause).toBe(cause);
     expect(Object.getOwnPropertySymbols(e)).toEqual([]);
     expect(Object.keys(e)).toEqual(['name', 'code']);
+  });
+});
+
+describe('errors of a condition with data keep it as typed fields and build their message from it', () => {
+  it('LLP: AddressInUseError, LlpAddressResolutionError, ResourceLimitError', () => {
+    const cause = Object.assign(new Error('getaddrinfo ENOTFOUND no.such.host'), { code: 'ENOTFOUND' });
+    expect(new llp.AddressInUseError('127.0.0.1:7174', { cause })).toMatchObject({
+      address: '127.0.0.1:7174',
+      message: '127.0.0.1:7174 is already in use',
+      cause,
+    });
+    expect(new llp.LlpAddressResolutionError('no.such.host', 'ENOTFOUND', { cause })).toMatchObject({
+      host: 'no.such.host',
+      reason: 'ENOTFOUND',
+      message: 'cannot resolve no.such.host: ENOTFOUND',
+      cause,
+    });
+    expect(new llp.ResourceLimitError('listener: 16 connections', 'connection from 10.0.0.1:4000')).toMatchObject({
+      limit: 'listener: 16 connections',
+      refused: 'connection from 10.0.0.1:4000',
+      message: 'limit reached (listener: 16 connections): connection from 10.0.0.1:4000 refused',
+    });
+  });
+
+  it('RDMAP: LlpFailedError keeps where the LLP failed and its error; InvalidTerminateError the problem', () => {
+    const crc = new Error('MPA CRC mismatch');
+    expect(new rdmap.LlpFailedError('receive', crc)).toMatchObject({
+      during: 'receive',
+      cause: crc,
+      message: 'LLP receive error: MPA CRC mismatch',
+    });
+    expect(new rdmap.InvalidTerminateError('refused by DDP')).toMatchObject({
+      problem: 'refused by DDP',
+      message: 'malformed Terminate: refused by DDP',
+    });
+  });
+
+  it('verbs: InvalidMrError and SgeRangeError keep the element, the STag and the extent', () => {
+    expect(new verbs.InvalidMrError('a gather element', 0x1234_5601, 'is invalidated')).toMatchObject({
+      element: 'a gather element',
+      stag: 0x1234_5601,
+      problem: 'is invalidated',
+      message: 'a gather element: memory region 0x12345601 is invalidated',
+    });
+    expect(new verbs.SgeRangeError('a gather element', 8, 16, { stag: 0x1234_5601, regionLength: 16 })).toMatchObject({
+      offset: 8,
+      length: 16,
+      bound: { stag: 0x1234_5601, regionLength: 16 },
+      message: 'a gather element: [8, +16) is outside memory region 0x12345601 of 16 octets',
+    });
+    expect(
+      new verbs.SgeRangeError('the result element of an atomic (RFC 7306)', 0, 4, { exactLength: 8 }),
+    ).toMatchObject({
+      length: 4,
+      bound: { exactLength: 8 },
+      message: 'the result element of an atomic (RFC 7306) is 4 octets; it must be 8',
+    });
   });
 });

@@ -76,17 +76,50 @@ export class FlushedError extends codedError(RdmapError, 'ERR_RDMAP_FLUSHED') {
 /** A local buffer named by the operation was no longer valid when RDMAP built the message (§7.1 case 1). */
 export class LocalProtectionError extends codedError(RdmapError, 'ERR_RDMAP_LOCAL_PROTECTION') {}
 
-/** The LLP failed under the stream (LLP Abortive Termination, RFC 5040 §6.2). */
-export class LlpFailedError extends codedError(RdmapError, 'ERR_RDMAP_LLP_FAILED') {}
+/** Where RDMAP saw the LLP fail, in the words of `LlpFailedError`'s message. */
+const LLP_FAILED_DURING = {
+  send: 'DDP could not send: the LLP failed',
+  receive: 'LLP receive error',
+  stream: 'the LLP stream failed',
+} as const;
+
+/** The LLP failed under the stream (LLP Abortive Termination, RFC 5040 §6.2); the LLP's error is the `cause`. */
+export class LlpFailedError extends codedError(RdmapError, 'ERR_RDMAP_LLP_FAILED') {
+  constructor(
+    /** Sending, receiving (the LLP reported a receive error), or the LLP stream ending abortively. */
+    readonly during: keyof typeof LLP_FAILED_DURING,
+    cause?: unknown,
+  ) {
+    super(`${LLP_FAILED_DURING[during]}${cause instanceof Error ? `: ${cause.message}` : ''}`, { cause });
+  }
+}
 
 /** The caller's AbortSignal fired. */
 export class RdmapAbortError extends abortErrorClass(RdmapError, 'ERR_RDMAP_ABORTED') {}
 
 /** A received Terminate could not be decoded (RFC 5040 §5.4: "an error is surfaced"). */
-export class InvalidTerminateError extends codedError(RdmapError, 'ERR_RDMAP_INVALID_TERMINATE') {}
+export class InvalidTerminateError extends codedError(RdmapError, 'ERR_RDMAP_INVALID_TERMINATE') {
+  constructor(
+    /** What was wrong with it (DDP's refusal, or why its header did not decode). */
+    readonly problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`malformed Terminate: ${problem}`, options);
+  }
+}
 
-/** Why a Terminate Header's octets could not be decoded (RFC 5040 §4.8). */
-export class TerminateFormatError extends codedError(RdmapError, 'ERR_RDMAP_TERMINATE_FORMAT') {}
+/** Why a Terminate Header's octets could not be decoded (RFC 5040 §4.8): a field of Figure 7 is cut short. */
+export class TerminateFormatError extends codedError(RdmapError, 'ERR_RDMAP_TERMINATE_FORMAT') {
+  constructor(
+    readonly field: 'Terminate Control' | 'DDP Segment Length' | 'Terminated DDP Header' | 'Terminated RDMA Header',
+    /** The field's length in octets (at least 14 for a Terminated DDP Header whose first octet is missing). */
+    readonly fieldLength: number,
+    /** The octets left for it. */
+    readonly available: number,
+  ) {
+    super(`Terminate Header's ${field}: ${available} octets remain, shorter than ${fieldLength} octets`);
+  }
+}
 
 export type RdmapErrorCode =
   | RdmapStateError['code']

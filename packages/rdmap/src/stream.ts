@@ -222,7 +222,7 @@ export class RdmapStream {
         st,
         { layer: TerminateLayer.Llp, errorType: e.errorType, errorCode: e.errorCode },
         undefined,
-        new LlpFailedError(`LLP receive error: ${e.error.message}`, { cause: e.error }),
+        new LlpFailedError('receive', e.error),
       ),
     );
     for (const r of options.receives ?? []) this.postReceive(r.buffer, r.receiveId);

@@ -72,7 +72,7 @@ export function onResponseSourceError(st: StreamState, p: PendingResponse, code:
 export function onSendFailure(st: StreamState, err: unknown): void {
   // Sends that fail once the LLP is closing (graceful close, or after a Terminate) are settled by the close.
   if (st.closedEvent || st.terminated || st.llpClosing) return;
-  const e = err instanceof RdmapError ? err : new LlpFailedError('DDP could not send: the LLP failed', { cause: err });
+  const e = err instanceof RdmapError ? err : new LlpFailedError('send', err);
   fail(st, e);
   st.ddp.abort(e);
 }
@@ -184,14 +184,12 @@ export function onTerminateReceived(st: StreamState, bytes: Uint8Array | undefin
   let error: RdmapError;
   const copy = bytes ? bytes.slice() : new Uint8Array(0);
   try {
-    if (bytes === undefined) throw new InvalidTerminateError(`malformed Terminate: ${problem ?? 'refused by DDP'}`);
+    if (bytes === undefined) throw new InvalidTerminateError(problem ?? 'refused by DDP');
     header = decodeTerminate(copy);
     error = new TerminatedError('received', header);
   } catch (err) {
     error =
-      err instanceof InvalidTerminateError
-        ? err
-        : new InvalidTerminateError(`malformed Terminate: ${(err as Error).message}`, { cause: err });
+      err instanceof InvalidTerminateError ? err : new InvalidTerminateError((err as Error).message, { cause: err });
   }
   st.endError = error;
   st.terminates.next({
@@ -254,7 +252,7 @@ export function onDdpClosed(st: StreamState, ev: DdpCloseEvent): void {
   if (!ev.graceful || !idle(st)) {
     const err = ev.graceful
       ? new FlushedError('the LLP stream closed with work outstanding')
-      : new LlpFailedError(`the LLP stream failed${ev.error ? `: ${ev.error.message}` : ''}`, { cause: ev.error });
+      : new LlpFailedError('stream', ev.error);
     fail(st, err);
     finish(st, { state: 'error', error: st.endError ?? err });
     return;

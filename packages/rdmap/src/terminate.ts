@@ -2,7 +2,7 @@
  * The Terminate Header (RFC 5040 §4.8, Figures 7–10): codec, the Terminate Control values, and which
  * headers a Terminate carries for each cause (Figure 10, §7.1).
  */
-import { copyPayload } from '@rddp/ddp';
+import { copyPayload, DDP_TAGGED_HEADER_LENGTH } from '@rddp/ddp';
 import type { Ulpdu } from '@rddp/llp';
 import { TerminateFormatError } from './errors.js';
 import { READ_REQUEST_HEADER_LENGTH } from './header.js';
@@ -89,9 +89,7 @@ export function encodeTerminate(t: TerminateHeader): Uint8Array {
 /** Decodes Figure 7 from a received Terminate Message's payload. Extra trailing octets are ignored. */
 export function decodeTerminate(bytes: Uint8Array): TerminateHeader {
   if (bytes.byteLength < TERMINATE_CONTROL_LENGTH)
-    throw new TerminateFormatError(
-      `Terminate Header of ${bytes.byteLength} octets is shorter than its 4-octet control`,
-    );
+    throw new TerminateFormatError('Terminate Control', TERMINATE_CONTROL_LENGTH, bytes.byteLength);
   const b0 = bytes[0] as number;
   const b2 = bytes[2] as number;
   const m = (b2 & M_BIT) !== 0;
@@ -102,20 +100,20 @@ export function decodeTerminate(bytes: Uint8Array): TerminateHeader {
   let ddpHeader: Uint8Array | undefined;
   let rdmaHeader: Uint8Array | undefined;
   if (m || d) {
-    if (bytes.byteLength < off + 2) throw new TerminateFormatError('Terminate Header lacks its DDP Segment Length');
+    if (bytes.byteLength < off + 2) throw new TerminateFormatError('DDP Segment Length', 2, bytes.byteLength - off);
     ddpSegmentLength = ((bytes[off] as number) << 8) | (bytes[off + 1] as number);
     off += 2;
   }
   if (d) {
-    if (bytes.byteLength <= off) throw new TerminateFormatError('Terminate Header lacks its Terminated DDP Header');
+    if (bytes.byteLength <= off) throw new TerminateFormatError('Terminated DDP Header', DDP_TAGGED_HEADER_LENGTH, 0);
     const n = ddpHeaderLength(bytes[off] as number);
-    if (bytes.byteLength < off + n) throw new TerminateFormatError(`Terminated DDP Header shorter than ${n} octets`);
+    if (bytes.byteLength < off + n) throw new TerminateFormatError('Terminated DDP Header', n, bytes.byteLength - off);
     ddpHeader = bytes.slice(off, off + n);
     off += n;
   }
   if (r) {
     if (bytes.byteLength < off + READ_REQUEST_HEADER_LENGTH)
-      throw new TerminateFormatError('Terminated RDMA Header shorter than 28 octets');
+      throw new TerminateFormatError('Terminated RDMA Header', READ_REQUEST_HEADER_LENGTH, bytes.byteLength - off);
     rdmaHeader = bytes.slice(off, off + READ_REQUEST_HEADER_LENGTH);
   }
   return {

@@ -144,6 +144,18 @@ describe('RFC 5040 §4.8 Terminate Header (Figures 7, 8)', () => {
     }
   });
 
+  it('TerminateFormatError names the Figure 7 field cut short, its length and the octets left for it', () => {
+    expect(() => decodeTerminate(bytes('0000'))).toThrow(
+      expect.objectContaining({ field: 'Terminate Control', fieldLength: 4, available: 2 }),
+    );
+    expect(() => decodeTerminate(bytes(`10004000 0012 ${hex(RR_DDP).slice(0, 20)}`))).toThrow(
+      expect.objectContaining({ field: 'Terminated DDP Header', fieldLength: 18, available: 10 }),
+    );
+    expect(() => decodeTerminate(bytes(`0100e000 002e ${hex(RR_DDP)} 0000`))).toThrow(
+      expect.objectContaining({ field: 'Terminated RDMA Header', fieldLength: 28, available: 2 }),
+    );
+  });
+
   it('RFC 5040 §4.8: encode refuses a D bit without a 14/18-octet header, an R bit without 28 octets', () => {
     expect(() => encodeTerminate({ layer: 1, errorType: 1, errorCode: 0, m: true, d: true, r: false })).toThrow(
       RangeError,

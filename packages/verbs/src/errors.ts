@@ -2,6 +2,7 @@
  * Errors the verbs API throws at its caller: one class per condition, each with a stable `code`
  * (ERR_VERBS_*). Errors that happen on the wire are not thrown: they arrive as work completions.
  */
+import { stagHex } from '@rddp/ddp';
 import { codedError, invalidArgumentErrorClass, messageTooLongErrorClass, RddpError } from '@rddp/llp';
 import type { WorkCompletion } from './types.js';
 
@@ -19,13 +20,41 @@ export class QpStateError extends codedError(VerbsError, 'ERR_VERBS_QP_STATE') {
 }
 
 /** A scatter/gather element names a memory region that is deregistered, invalidated, or of another protection domain. */
-export class InvalidMrError extends codedError(VerbsError, 'ERR_VERBS_INVALID_MR') {}
+export class InvalidMrError extends codedError(VerbsError, 'ERR_VERBS_INVALID_MR') {
+  constructor(
+    /** The work request's element that named the region (`a gather element`, ...). */
+    readonly element: string,
+    readonly stag: number,
+    /** Why the region cannot serve: `is deregistered`, `is invalidated`, or which protection domains differ. */
+    readonly problem: string,
+  ) {
+    super(`${element}: memory region ${stagHex(stag)} ${problem}`);
+  }
+}
 
 /** A memory region lacks the access right the operation needs (e.g. Local Write for a receive buffer). */
 export class AccessError extends codedError(VerbsError, 'ERR_VERBS_ACCESS') {}
 
-/** A scatter/gather element's offset or length falls outside its memory region. */
-export class SgeRangeError extends codedError(VerbsError, 'ERR_VERBS_SGE_RANGE') {}
+/**
+ * A scatter/gather element's offset or length falls outside its memory region, or is not the exact
+ * length the operation takes (an atomic's result element: 8 octets, RFC 7306).
+ */
+export class SgeRangeError extends codedError(VerbsError, 'ERR_VERBS_SGE_RANGE') {
+  constructor(
+    /** The work request's element (`a gather element`, ...). */
+    readonly element: string,
+    readonly offset: number,
+    readonly length: number,
+    /** What bounds it: its region (STag and length), or the exact length it must have. */
+    readonly bound: { readonly stag: number; readonly regionLength: number } | { readonly exactLength: number },
+  ) {
+    super(
+      'exactLength' in bound
+        ? `${element} is ${length} octets; it must be ${bound.exactLength}`
+        : `${element}: [${offset}, +${length}) is outside memory region ${stagHex(bound.stag)} of ${bound.regionLength} octets`,
+    );
+  }
+}
 
 /** A message longer than the queue pair allows (at most 2^32-1 octets: RFC 5040 §4.4, RFC 5041 MO). */
 export class MessageTooLongError extends messageTooLongErrorClass(VerbsError, 'ERR_VERBS_MESSAGE_TOO_LONG') {}

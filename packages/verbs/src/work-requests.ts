@@ -159,7 +159,9 @@ function translate(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
       );
       const { offset, length } = checkSge(sge, Access.LocalWrite, 'the result element of an atomic', q.pd);
       if (length !== ATOMIC_OPERAND_LENGTH)
-        throw new SgeRangeError(`the result element of an atomic is ${length} octets; it must be 8 (RFC 7306)`);
+        throw new SgeRangeError('the result element of an atomic (RFC 7306)', offset, length, {
+          exactLength: ATOMIC_OPERAND_LENGTH,
+        });
       const remote = checkRemote(wr.remote);
       return {
         opcode: wr.opcode,
@@ -255,20 +257,13 @@ function checkSge(sge: Sge, access: number, what: string, pd: PdId): { offset: n
   if (mr === undefined || typeof mr.stag !== 'number')
     throw new InvalidWorkRequestError(`${what} has no memory region`);
   if (mr.pd !== pd)
-    throw new InvalidMrError(
-      `${what}: memory region ${hex(mr.stag)} belongs to protection domain ${mr.pd.id}, this queue pair to ${pd.id}`,
-    );
-  if (!mr.valid)
-    throw new InvalidMrError(
-      `${what}: memory region ${hex(mr.stag)} is ${mr.isDeregistered ? 'deregistered' : 'invalidated'}`,
-    );
+    throw new InvalidMrError(what, mr.stag, `belongs to protection domain ${mr.pd.id}, this queue pair to ${pd.id}`);
+  if (!mr.valid) throw new InvalidMrError(what, mr.stag, mr.isDeregistered ? 'is deregistered' : 'is invalidated');
   if ((mr.access & access) !== access)
     throw new AccessError(`${what}: memory region ${hex(mr.stag)} was registered without Local Write access`);
   const offset = sge.offset ?? 0;
   const length = sge.length ?? mr.length - offset;
   if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > mr.length)
-    throw new SgeRangeError(
-      `${what}: [${offset}, +${length}) is outside memory region ${hex(mr.stag)} of ${mr.length} octets`,
-    );
+    throw new SgeRangeError(what, offset, length, { stag: mr.stag, regionLength: mr.length });
   return { offset, length };
 }
