@@ -29,7 +29,7 @@ import {
   rfc5041Shortfalls,
   silentLogger,
 } from '@rddp/llp';
-import type { RdmapStream } from '@rddp/rdmap';
+import type { RdmapStream, RdmapStreamOptions } from '@rddp/rdmap';
 import type { Device, DeviceOptions, ProtectionDomain, QpConnectOptions, QpInit, QueuePair } from '@rddp/verbs';
 import { Container, ContainerModule } from 'inversify';
 
@@ -223,7 +223,15 @@ export function createStack(llp: ContainerModule | LlpTransport, options: StackO
         sendCq: init.sendCq ?? pd.device.createCq(),
         recvCq: init.recvCq ?? pd.device.createCq(),
       });
-      qp.connect(llp, connect);
+      // The queue pair's RDMAP and DDP Streams come from the factories bound now, like rdmapStream's.
+      const rdmapFactory = (stream: LlpStream, o: RdmapStreamOptions): RdmapStream => {
+        const built = container.get<RdmapStreamFactory>(RDMAP_STREAM_FACTORY)(stream, {
+          createDdp: container.get<DdpStreamFactory>(DDP_STREAM_FACTORY),
+          ...o,
+        });
+        return emit({ type: 'rdmap-stream', stream: built, ...(isConnection(llp) ? { connection: llp } : {}) }).stream;
+      };
+      qp.connect(llp, { rdmapFactory, ...connect });
       return qp;
     },
   };

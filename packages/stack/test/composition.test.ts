@@ -86,6 +86,34 @@ describe('@rddp/stack: the composition root', () => {
     b.abort();
   });
 
+  it('queue pairs too: stack.queuePair builds its RDMAP Stream with the bound factories, on the LLP stream it names', async () => {
+    const built: string[] = [];
+    const user = new ContainerModule(({ bind }) => {
+      bind<RdmapStreamFactory>(RDMAP_STREAM_FACTORY).toConstantValue((llp, options) => {
+        built.push(`rdmap on ${options.role}`);
+        return new RdmapStream(llp, options);
+      });
+    });
+    const stack = createStack(loopbackModule(), { modules: [user] });
+    const [a, b] = await stack.pair({ host: 'stack-qp', port: 0 }, { streams: 2 });
+    const pdA = stack.device().allocPd();
+    const pdB = stack.device().allocPd();
+    // RFC 5040 §5.3 on the second LLP stream of each end: a Send and its receive, through verbs.
+    const qpA = stack.queuePair(pdA, a, {}, { stream: 1 });
+    const qpB = stack.queuePair(pdB, b, {}, { stream: 1 });
+    expect(built).toEqual(['rdmap on initiator', 'rdmap on responder']);
+    expect(qpA.rdmap?.ddp.llp).toBe(a.streams[1]);
+    const rx = pdB.registerMr(new Uint8Array(5), Access.LocalWrite);
+    const tx = pdA.registerMr(new TextEncoder().encode('hello'), Access.LocalRead);
+    const received = qpB.recv(rx.sge());
+    await qpA.send(tx.sge());
+    expect((await received).byteLen).toBe(5);
+    expect(new TextDecoder().decode(rx.buffer)).toBe('hello');
+    expect(() => stack.queuePair(pdA, a, {}, { stream: 2 })).toThrow(/no stream 2 \(it has 2\)/);
+    a.abort();
+    b.abort();
+  });
+
   it('a rebinding after createStack takes effect at the next build (device factory, defaults)', () => {
     const stack = createStack(loopbackModule());
     expect(stack.device()).toBeInstanceOf(Device);

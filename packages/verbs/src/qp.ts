@@ -13,8 +13,10 @@ import {
   type RdmapCompletion,
   type RdmapExtensions,
   RdmapStream,
+  type RdmapStreamOptions,
   type RdmapStreamState,
   type RdmapTerminateEvent,
+  type RdmapWorkRequest,
   rdmapOptionsFromSetup,
 } from '@rddp/rdmap';
 import { BehaviorSubject, type Observable, ReplaySubject, switchMap } from 'rxjs';
@@ -24,7 +26,7 @@ import type { ProtectionDomain } from './pd.js';
 import { QueuePairConveniences } from './qp-promises.js';
 import type { RecvWorkRequest, SendWorkRequest, WcOpcode, WorkCompletion, WrId } from './types.js';
 import { count, positive } from './validate.js';
-import { receiveBuffer, type TranslatedSend, translateSend } from './work-requests.js';
+import { receiveBuffer, type TranslatedSend, translateSend, type WrLimits } from './work-requests.js';
 
 export interface QpInit {
   readonly sendCq: CompletionQueue;
@@ -58,6 +60,13 @@ export interface QpConnectOptions {
    * `ExtensionNotEnabledError`; the peer refuses the messages of an extension it did not enable.
    */
   readonly extensions?: RdmapExtensions;
+  /** Which LLP stream of a connection carries this queue pair (default 0; SCTP offers several, RFC 5043). */
+  readonly stream?: number;
+  /**
+   * Builds the RDMAP Stream from the options the queue pair composed (default `new RdmapStream`); a stack
+   * passes the RDMAP and DDP factories bound in its container here.
+   */
+  readonly rdmapFactory?: (llp: LlpStream, options: RdmapStreamOptions) => RdmapStream;
 }
 
 /** `init` until connected, then the RDMAP Stream's state (RFC 5040 §6). */
@@ -68,9 +77,11 @@ interface Pending {
   readonly wrId: WrId | undefined;
   readonly opcode: WcOpcode;
   readonly signaled: boolean;
-  readonly settle?: Settle;
+  readonly settle?: Settle | undefined;
   /** An atomic's 8-octet local element: the original remote value is written there. */
-  readonly result?: Uint8Array;
+  readonly result?: Uint8Array | undefined;
+  /** A send's request as handed to RDMAP: its completion names it (`request`). */
+  readonly request?: RdmapWorkRequest;
 }
 
 interface Settle {
@@ -98,12 +109,20 @@ export class QueuePair extends QueuePairConveniences {
   private readonly closedSubject = new ReplaySubject<RdmapClosedEvent>(1);
   private readonly terminateSubject = new ReplaySubject<RdmapTerminateEvent>(1);
   private sqOutstanding = 0;
+  /** What work requests are checked against (fixed once connected). */
+  private limits: WrLimits | undefined;
   private rqOutstanding = 0;
   /**
    * Work posted and not completed, by the opaque token RDMAP carries for it (a send's `context`, a
    * receive's id): RDMAP and DDP events never hold this queue pair's own records.
    */
   private readonly pending = new WeakMap<object, Pending>();
+  /**
+   * Send work posted and not completed, in submission order, from `sendsHead` on: RDMAP reports them
+   * complete in that order (RFC 5040 §5.5 rule 15), so each completion is normally the head's.
+   */
+  private readonly sends: Pending[] = [];
+  private sendsHead = 0;
   /** Receives posted before `connect` (ibverbs allows posting receives in INIT). */
   private readonly early: { readonly token: object; readonly buffer: Uint8Array }[] = [];
 
@@ -178,13 +197,17 @@ export class QueuePair extends QueuePairConveniences {
   connect(llp: LlpStream | LlpConnection, options: QpConnectOptions = {}): void {
     if (this.state !== 'init') throw new QpStateError(this.state, 'connect');
     const isConnection = 'streams' in llp;
-    const stream = isConnection ? llp.streams[0] : llp;
-    if (stream === undefined) throw new InvalidWorkRequestError('the LLP connection has no stream');
+    const index = options.stream ?? 0;
+    const stream = isConnection ? llp.streams[index] : llp;
+    if (stream === undefined)
+      throw new InvalidWorkRequestError(
+        `the LLP connection has no stream ${index} (it has ${isConnection ? llp.streams.length : 1})`,
+      );
     const role = options.role ?? (isConnection ? llp.role : 'initiator');
     // The rdma_cm order: receives posted in INIT, and IRD/ORD as the LLP announced them (RFC 6581), are in
     // place before the first ULPDU reaches DDP.
     const early = this.early.splice(0);
-    const rdmap = new RdmapStream(stream, {
+    const rdmap = (options.rdmapFactory ?? ((s, o) => new RdmapStream(s, o)))(stream, {
       profile: this.profile,
       pdId: this.pd.id,
       stags: this.pd.device.stags,
@@ -269,33 +292,67 @@ export class QueuePair extends QueuePairConveniences {
       throw new QueueFullError(
         `the send queue holds ${this.sqOutstanding} of ${this.maxSendWr} work requests${settle ? '' : `; ${list.length} more do not fit`}`,
       );
-    const limits = {
+    const limits = (this.limits ??= {
       pd: this.pd,
       maxSge: this.maxSge,
       maxMessageSize: this.maxMessageSize,
       extensions: stream.extensions,
-    };
+    });
+    if (list.length === 1) {
+      // One work request (the common case): no lists built around it.
+      const wr = list[0] as SendWorkRequest;
+      this.submit(stream, wr, translateSend(wr, limits, 0), settle);
+      return;
+    }
     const built = list.map((wr, i) => translateSend(wr, limits, i));
-    for (const [i, wr] of list.entries()) this.submit(stream, wr, built[i] as TranslatedSend, settle);
+    for (let i = 0; i < list.length; i++)
+      this.submit(stream, list[i] as SendWorkRequest, built[i] as TranslatedSend, settle);
   }
 
   private submit(stream: RdmapStream, wr: SendWorkRequest, t: TranslatedSend, settle?: Settle): void {
-    const context = Object.freeze({});
-    this.pending.set(context, {
+    const request: RdmapWorkRequest =
+      wr.fence || wr.signal
+        ? {
+            op: t.op,
+            localStags: t.localStags,
+            ...(wr.fence ? { fence: true } : {}),
+            ...(wr.signal ? { signal: wr.signal } : {}),
+          }
+        : { op: t.op, localStags: t.localStags };
+    this.sends.push({
       wrId: wr.wrId,
       opcode: t.opcode,
       signaled: wr.signaled ?? this.sqSigAll,
-      ...(settle ? { settle } : {}),
-      ...(t.result ? { result: t.result } : {}),
-    });
-    stream.postSend({
-      op: t.op,
-      localStags: t.localStags,
-      ...(wr.fence ? { fence: true } : {}),
-      ...(wr.signal ? { signal: wr.signal } : {}),
-      context,
+      settle,
+      result: t.result,
+      request,
     });
     this.sqOutstanding++;
+    stream.postSend(request);
+  }
+
+  /** The pending send whose RDMAP request completed: the head, unless RDMAP reported out of order. */
+  private takeSend(request: RdmapWorkRequest): Pending | undefined {
+    const sends = this.sends;
+    let i = this.sendsHead;
+    if (sends[i]?.request !== request) {
+      i = sends.findIndex((p, k) => k >= this.sendsHead && p.request === request);
+      if (i < 0) return undefined; // work posted on the RDMAP Stream directly, not through this queue pair
+      const p = sends[i] as Pending;
+      sends.splice(i, 1);
+      return p;
+    }
+    const p = sends[i] as Pending;
+    sends[i] = undefined as unknown as Pending;
+    this.sendsHead = ++i;
+    if (i === sends.length) {
+      sends.length = 0;
+      this.sendsHead = 0;
+    } else if (i >= 1024 && i * 2 >= sends.length) {
+      sends.splice(0, i);
+      this.sendsHead = 0;
+    }
+    return p;
   }
 
   /** Checks a receive work request, the `ahead`-th of those posted together (each takes a place in the queue). */
@@ -318,11 +375,11 @@ export class QueuePair extends QueuePairConveniences {
 
   /** The one completion path: RDMAP's send-queue and receive completions, in the order RDMAP reports them. */
   private onCompletion(c: RdmapCompletion): void {
-    const token = c.kind === 'send' ? c.request.context : c.id;
-    const p = typeof token === 'object' && token !== null ? this.pending.get(token) : undefined;
-    if (p === undefined) return; // work posted on the RDMAP Stream directly, not through this queue pair
-    this.pending.delete(token as object);
     if (c.kind === 'receive') {
+      const token = c.id;
+      const p = typeof token === 'object' && token !== null ? this.pending.get(token) : undefined;
+      if (p === undefined) return; // a receive posted on the RDMAP Stream directly, not through this queue pair
+      this.pending.delete(token as object);
       this.complete(p, {
         status: c.status,
         byteLen: c.byteLength,
@@ -333,6 +390,8 @@ export class QueuePair extends QueuePairConveniences {
       });
       return;
     }
+    const p = this.takeSend(c.request);
+    if (p === undefined) return;
     // RFC 7306: the Original Remote Data Value goes into the atomic's local element, in wire (big-endian) order.
     if (c.atomicResult !== undefined && p.result !== undefined)
       new DataView(p.result.buffer, p.result.byteOffset, ATOMIC_OPERAND_LENGTH).setBigUint64(0, c.atomicResult);

@@ -1,6 +1,9 @@
+import { loopbackModule } from '@rddp/llp-loopback';
+import { createStack } from '@rddp/stack';
+import { type CompletionQueue, Device } from '@rddp/verbs';
 import { describe, expect, it } from 'vitest';
 import { perfLoopback, perfParams } from '../src/commands/perf.js';
-import { PERF_TESTS } from '../src/perf/engine.js';
+import { PERF_TESTS, perfClient, perfServe } from '../src/perf/engine.js';
 import { allSizes } from '../src/perf/format.js';
 import { freePort, run } from './procs.js';
 
@@ -52,7 +55,32 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
   it('bad flags are typed usage errors', () => {
     expect(() => perfParams('write_bandwidth', { ...base, transport: 'tcp' })).toThrow(/unknown test/);
     expect(() => perfParams('write_bw', { ...base, transport: 'tcp', size: '0' })).toThrow(/-s must be/);
+    expect(() => perfParams('write_bw', { ...base, transport: 'tcp', cqMod: '0' })).toThrow(/--cq-mod must be/);
   });
+
+  it('-Q N (perftest --cq-mod): through verbs, one send work request in N is signaled and the last one; every operation counts', async () => {
+    /** A device that keeps the completion queues made on it (the session's send CQ is the first). */
+    class CountingDevice extends Device {
+      readonly cqs: CompletionQueue[] = [];
+      override createCq(): CompletionQueue {
+        const cq = super.createCq();
+        this.cqs.push(cq);
+        return cq;
+      }
+    }
+    for (const test of ['write_bw', 'read_bw', 'send_bw'] as const) {
+      const stack = createStack(loopbackModule());
+      const [c, s] = await stack.pair({ host: `perf-cq-mod-${test}`, port: 0 });
+      const device = new CountingDevice();
+      const serving = perfServe(s, 'ietf', () => {}, 0);
+      const params = { test, sizes: [256], iters: 50, txDepth: 16, cqMod: 8, verify: true };
+      const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { device });
+      await serving;
+      expect(r?.verified).toBe(true);
+      expect(r?.row.iterations).toBe(50);
+      expect(device.cqs[0]?.reported).toBe(Math.ceil(50 / 8));
+    }
+  }, 30_000);
 });
 
 describe('rddp perf between two processes', () => {

@@ -12,6 +12,7 @@ import { faultsOption } from '../faults.js';
 import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
 import {
   aggregate,
+  DEFAULT_CQ_MOD,
   PERF_TESTS,
   type PerfClientOptions,
   type PerfParams,
@@ -52,6 +53,8 @@ export interface PerfOptions {
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
   txDepth: string;
+  /** Bandwidth tests: one send work request in this many is signaled (perftest's -Q). */
+  cqMod?: string;
   json?: boolean;
   verify: boolean;
   loopback?: boolean;
@@ -97,6 +100,7 @@ export function perfParams(test: string, o: PerfOptions): PerfParams {
     iters: int('-n', o.iters, 1, PERF_MAX_ITERS),
     ...(o.duration !== undefined ? { durationS: int('-D', o.duration, 1, PERF_MAX_DURATION_S) } : {}),
     txDepth: int('--tx-depth', o.txDepth, 1, PERF_MAX_TX_DEPTH),
+    ...(o.cqMod !== undefined ? { cqMod: int('--cq-mod', o.cqMod, 1, PERF_MAX_TX_DEPTH) } : {}),
     verify: o.verify,
   };
 }
@@ -404,6 +408,11 @@ export function registerPerf(program: Command): void {
       '64',
     )
     .option('--outstanding <n>', 'alias of --tx-depth', integerIn(1, PERF_MAX_TX_DEPTH))
+    .option(
+      '-Q, --cq-mod <n>',
+      `client, bandwidth tests: signal one send work request in n (CQ moderation; default ${DEFAULT_CQ_MOD}, at most the tx-depth)`,
+      integerIn(1, PERF_MAX_TX_DEPTH),
+    )
     .option('--json', 'one JSON object per size instead of the table')
     .option('--no-verify', 'skip the end-of-size data check')
     .option('--loopback', 'run server and client in this process')

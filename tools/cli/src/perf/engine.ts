@@ -1,16 +1,16 @@
 /**
- * perftest-style tests over rddp (ib_write_bw, ib_read_lat, ...). Both ends speak a small control
- * protocol of Sends carrying JSON (HELLO → READY per run, RESULT at the end); the measured traffic is
- * plain RDMA Writes, Reads and Sends. Data is verified at the end of every size unless --no-verify.
+ * perftest-style tests over rddp (ib_write_bw, ib_read_lat, ...), through verbs as perftest runs through
+ * libibverbs: registered memory regions, work requests on a queue pair, completions from its CQs. Both
+ * ends speak a small control protocol of Sends carrying JSON (HELLO → READY per run, RESULT at the end);
+ * the measured traffic is plain RDMA Writes, Reads and Sends, posted unsignaled but for one in `cqMod`
+ * (perftest's CQ moderation). Data is verified at the end of every size unless --no-verify.
  */
-import { Access } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
-import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
 import type { RdmapStreamBuilder } from '@rddp/stack';
+import { Access, type Device, type Mr, type RemoteBuffer, type SendWorkRequest, type Sge } from '@rddp/verbs';
 import { filter, firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
 import { PeerWatch } from '../peer.js';
-import { RdmaSession } from '../rping/session.js';
 import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError } from './errors.js';
 import type { BwRow, LatRow } from './format.js';
 import { mbPerSec } from './format.js';
@@ -27,7 +27,7 @@ import {
   SEND_RECEIVES,
   serverMemory,
 } from './hello.js';
-import { OpWindow } from './window.js';
+import { PerfSession } from './session.js';
 
 export const PERF_TESTS = [
   'write_bw',
@@ -51,6 +51,11 @@ export interface PerfParams {
   /** Run each size for this many seconds instead of `iters` (perftest -D). */
   readonly durationS?: number;
   readonly txDepth: number;
+  /**
+   * Bandwidth tests: one send work request in this many is signaled (perftest's `--cq-mod`; default
+   * 100, at most the tx-depth); the others complete silently, counted by the signaled one after them.
+   */
+  readonly cqMod?: number;
   readonly verify: boolean;
 }
 
@@ -72,26 +77,42 @@ export function fillPattern(buf: Uint8Array, seed: number): void {
   }
 }
 
+/** Receives posted for control messages (HELLO/READY/RESULT) besides the measured traffic's. */
+const CONTROL_RECEIVES = 4;
+/** Send work requests a run keeps besides its tx-depth (control messages, the verify Read). */
+const CONTROL_SENDS = 4;
+
+/** Registered buffers for control messages: one to send from, `receives` posted for the peer's. */
 class Control {
-  private readonly buffers: Uint8Array[] = [];
-  constructor(private readonly s: RdmaSession) {
-    for (let i = 0; i < 4; i++) this.repost(new Uint8Array(CONTROL_SIZE));
+  private readonly out: Mr;
+  constructor(
+    private readonly s: PerfSession,
+    receives = CONTROL_RECEIVES,
+  ) {
+    this.out = s.register(new Uint8Array(CONTROL_SIZE), Access.LocalRead);
+    const rx = s.register(new Uint8Array(CONTROL_SIZE * receives), Access.LocalWrite);
+    for (let i = 0; i < receives; i++) s.repost(rx.sge(i * CONTROL_SIZE, CONTROL_SIZE));
   }
-  private repost(b: Uint8Array): void {
-    this.buffers.push(b);
-    this.s.postReceive(b);
-  }
+  /** Sends `msg` as JSON (a Send, RFC 5040 §5.3) and resolves once it completed. */
   async send(msg: object): Promise<void> {
-    await this.s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(msg))] });
+    const octets = new TextEncoder().encode(JSON.stringify(msg));
+    if (octets.length > CONTROL_SIZE) throw new PerfBadMessageError(`a control message of ${octets.length} octets`);
+    this.out.buffer.set(octets);
+    await this.s.qp.send(this.out.sge(0, octets.length));
   }
-  /** The next control message's octets (the buffer is reposted once they are copied out). */
+  /** The next control message's octets (the receive is posted again once they are copied out). */
   async recv(): Promise<Uint8Array> {
-    const c = await this.s.recv();
-    const b = c.buffer;
-    const msg = b.slice(0, c.byteLength);
-    this.repost(b);
+    const r = await this.s.recv();
+    const msg = received(r.sge, r.byteLength).slice();
+    this.s.repost(r.sge);
     return msg;
   }
+}
+
+/** The octets a receive into `sge` filled. */
+function received(sge: Sge, byteLength: number): Uint8Array {
+  const off = sge.offset ?? 0;
+  return sge.mr.buffer.subarray(off, off + byteLength);
 }
 
 interface Ready {
@@ -134,12 +155,16 @@ export interface PerfServeOptions {
   readonly run?: PerfServerRun;
   /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
   readonly rdmapFactory?: RdmapStreamBuilder;
+  /** The verbs device queue pairs are opened on (a stack's `device()`; default: one per session). */
+  readonly device?: Device;
 }
 
 /** How a client builds its session (`perfClient`'s last argument). */
 export interface PerfClientOptions {
   /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
   readonly rdmapFactory?: RdmapStreamBuilder;
+  /** The verbs device queue pairs are opened on (a stack's `device()`; default: one per session). */
+  readonly device?: Device;
   /** Hears the server's READY: the pid of the process serving this queue pair, when it says. */
   readonly onReady?: (serverPid: number | undefined) => void;
   /** Awaited after READY, before the first measured operation: starts every queue pair of `-q N` together. */
@@ -166,22 +191,27 @@ export async function perfServe(
   const limits = options.limits ?? PERF_DEFAULT_LIMITS;
   const budget = options.budget ?? new MemoryBudget(limits.maxMemory);
   // The server offers the RFC 7306 atomics (IETF profile); a client uses them only in atomic_* tests.
-  const s = new RdmaSession(conn, {
+  const s = new PerfSession(conn, {
     profile,
     stream,
     ...(profile === 'ietf' ? { extensions: { atomics: true } } : {}),
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
     ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
+    ...(options.device ? { device: options.device } : {}),
+    // The server answers one message at a time (READY, credits, echoes, write_lat's replies).
+    maxSendWr: CONTROL_SENDS * 4,
+    maxRecvWr: 1 + CONTROL_RECEIVES + SEND_RECEIVES,
   });
-  const watch = new PeerWatch(conn, s.rdmap.terminate$);
+  const watch = new PeerWatch(conn, s.qp.terminate$);
   // One buffer for HELLO; what follows depends on the test.
-  s.postReceive(new Uint8Array(CONTROL_SIZE));
+  const helloMr = s.register(new Uint8Array(CONTROL_SIZE), Access.LocalWrite);
+  s.repost(helloMr.sge());
   let reserved = 0;
   try {
     const first = await s.recv();
     let hello: Hello;
     try {
-      hello = checkHello(first.buffer.subarray(0, first.byteLength), limits, options.test, profile, options.run);
+      hello = checkHello(received(first.sge, first.byteLength), limits, options.test, profile, options.run);
       const need = serverMemory(hello.params);
       if (!budget.reserve(need))
         throw new PerfHelloRefusedError(
@@ -191,7 +221,7 @@ export async function perfServe(
     } catch (e) {
       if (e instanceof PerfHelloRefusedError) {
         const refused: Refused = { type: 'refused', reason: e.reason };
-        await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(refused))] }).catch(() => {});
+        await new Control(s, 0).send(refused).catch(() => {});
       }
       throw e;
     }
@@ -205,62 +235,70 @@ export async function perfServe(
 }
 
 /** The measured part of one run, after a HELLO that passed the checks. */
-async function serveRun(s: RdmaSession, hello: Hello, log: (s: string) => void): Promise<PerfResult[]> {
+async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void): Promise<PerfResult[]> {
   const p = hello.params;
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
-  const ctl = isSend ? undefined : new Control(s);
-  const buf = new Uint8Array(maxSize(p));
+  // Send tests: READY goes out from the control buffer, everything after arrives on the Send receives.
+  const ctl = new Control(s, isSend ? 0 : CONTROL_RECEIVES);
   const region = s.register(
-    buf,
+    new Uint8Array(maxSize(p)),
     Access.RemoteWrite |
       Access.RemoteRead |
       Access.LocalRead |
       Access.LocalWrite |
-      (p.test.startsWith('atomic') ? ACCESS_REMOTE_ATOMIC : 0),
+      (p.test.startsWith('atomic') ? Access.RemoteAtomic : 0),
   );
-  if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(buf, 1);
-  // send_bw / send_lat: receive buffers on the Send queue, replenished as they complete.
-  const recvs: Uint8Array[] = [];
-  if (isSend) for (let i = 0; i < SEND_RECEIVES; i++) recvs.push(new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
+  const remote = { stag: hello.rkey, to: BigInt(hello.addr) };
+  if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(region.buffer, 1);
   let stop = false;
   if (p.test === 'write_lat') {
     // Ping-pong by memory: a complete Write into our region is answered with a Write of the same size back.
-    s.rdmap.ddp.placement$.pipe(filter((e) => e.last)).subscribe((e) => {
+    s.qp.placement$.pipe(filter((e) => e.last)).subscribe((e) => {
       if (stop) return;
-      const n = Number(e.to - region.addr) + e.length;
-      void s
-        .post({ type: 'write', sinkStag: hello.rkey, sinkTo: BigInt(hello.addr), payload: [buf.subarray(0, n)] })
-        .catch(() => {});
+      const n = Number(e.to - region.baseTo) + e.length;
+      s.qp.write(region.sge(0, n), remote).catch(() => {});
     });
   }
-  if (isSend) for (const r of recvs) s.postReceive(r); // before READY: the client starts sending on it
-  const ready: Ready = { type: 'ready', addr: region.addr.toString(), rkey: region.stag, pid: process.pid };
-  await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(ready))] });
+  // send_bw / send_lat: receives on the Send queue (QN 0), posted again as they complete; before READY,
+  // since the client starts sending on it.
+  if (isSend) {
+    const slot = Math.max(CONTROL_SIZE, maxSize(p));
+    const rx = s.register(new Uint8Array(slot * SEND_RECEIVES), Access.LocalWrite | Access.LocalRead);
+    for (let i = 0; i < SEND_RECEIVES; i++) s.repost(rx.sge(i * slot, slot));
+  }
+  const credit = isSend ? s.register(new Uint8Array(1), Access.LocalRead).sge(0, 0) : undefined;
+  const ready: Ready = { type: 'ready', addr: region.baseTo.toString(), rkey: region.stag, pid: process.pid };
+  await ctl.send(ready);
   if (isSend) {
     // Measured Sends and the final RESULT share QN 0: everything is received in arrival order.
     let mismatches = 0;
     let sinceCredit = 0;
     for (;;) {
-      const c = await s.recv();
-      if (isResult(c.buffer, c.byteLength)) {
+      const r = await s.recv();
+      const octets = received(r.sge, r.byteLength);
+      if (isResult(octets)) {
         stop = true;
         if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
-        const results = checkResult(c.buffer.subarray(0, c.byteLength), p);
+        const results = checkResult(octets, p);
         await s.close().catch(() => {});
         return results;
       }
-      if (!samplesMatch(c.buffer, c.byteLength)) mismatches++;
-      s.postReceive(c.buffer);
-      if (p.test === 'send_lat') await s.post({ type: 'send', payload: [c.buffer.subarray(0, c.byteLength)] });
-      else if (++sinceCredit === SEND_CREDIT_BATCH) {
-        sinceCredit = 0;
-        await s.post({ type: 'send', payload: [new Uint8Array(0)] }); // a credit: SEND_CREDIT_BATCH more buffers posted
+      if (!samplesMatch(octets)) mismatches++;
+      if (p.test === 'send_lat') {
+        await s.qp.send({ mr: r.sge.mr, offset: r.sge.offset ?? 0, length: r.byteLength }); // the echo
+        s.repost(r.sge);
+      } else {
+        s.repost(r.sge);
+        if (++sinceCredit === SEND_CREDIT_BATCH) {
+          sinceCredit = 0;
+          await s.qp.send(credit as Sge); // a credit: SEND_CREDIT_BATCH more receives posted
+        }
       }
     }
   }
   let results: PerfResult[];
   try {
-    results = checkResult(await (ctl as Control).recv(), p);
+    results = checkResult(await ctl.recv(), p);
   } finally {
     stop = true;
   }
@@ -282,14 +320,17 @@ export async function perfClient(
   const atomic = p.test.startsWith('atomic');
   if (atomic && profile !== 'ietf')
     throw new Error('the RFC 7306 atomics extend RDMAP version 1: not on the RDMA Consortium profile');
-  const s = new RdmaSession(conn, {
+  const s = new PerfSession(conn, {
     profile,
     stream,
     ...(atomic ? { extensions: { atomics: true } } : {}),
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
     ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
+    ...(options.device ? { device: options.device } : {}),
+    maxSendWr: p.txDepth + CONTROL_SENDS,
+    maxRecvWr: CONTROL_RECEIVES + SEND_CREDIT_BATCH,
   });
-  const watch = new PeerWatch(conn, s.rdmap.terminate$);
+  const watch = new PeerWatch(conn, s.qp.terminate$);
   try {
     return await clientRun(s, p, onResult, onProgress, options);
   } catch (e) {
@@ -299,7 +340,7 @@ export async function perfClient(
 
 /** The client's run on one session: HELLO, every size, RESULT. */
 async function clientRun(
-  s: RdmaSession,
+  s: PerfSession,
   p: PerfParams,
   onResult: (r: PerfResult) => void,
   onProgress?: (done: number, total: number) => void,
@@ -307,163 +348,223 @@ async function clientRun(
 ): Promise<PerfResult[]> {
   const atomic = p.test.startsWith('atomic');
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
-  const ctl = isSend ? undefined : new Control(s);
-  const local = new Uint8Array(maxSize(p));
-  const region = s.register(local, Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
-  const hello: Hello = { type: 'hello', params: p, addr: region.addr.toString(), rkey: region.stag };
-  let remote: { addr: bigint; rkey: number; pid?: number };
+  const ctl = new Control(s, isSend ? 0 : CONTROL_RECEIVES);
+  const local = s.register(new Uint8Array(maxSize(p)), Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
+  const hello: Hello = { type: 'hello', params: p, addr: local.baseTo.toString(), rkey: local.stag };
+  let remote: RemoteBuffer;
   try {
-    if (ctl) {
+    let ready: { addr: bigint; rkey: number; pid?: number };
+    if (!isSend) {
       await ctl.send(hello);
-      remote = readReady(await ctl.recv());
+      ready = readReady(await ctl.recv());
     } else {
       // Send tests: our receives carry the credits / echoes; the first one carries READY.
-      const rb = Array.from({ length: SEND_CREDIT_BATCH }, () => new Uint8Array(Math.max(CONTROL_SIZE, maxSize(p))));
-      for (const b of rb) s.postReceive(b);
-      await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(hello))] });
-      const c = await s.recv();
-      remote = readReady(c.buffer.subarray(0, c.byteLength));
-      s.postReceive(c.buffer);
+      const slot = Math.max(CONTROL_SIZE, maxSize(p));
+      const rx = s.register(new Uint8Array(slot * SEND_CREDIT_BATCH), Access.LocalWrite | Access.LocalRead);
+      for (let i = 0; i < SEND_CREDIT_BATCH; i++) s.repost(rx.sge(i * slot, slot));
+      await ctl.send(hello);
+      const r = await s.recv();
+      ready = readReady(received(r.sge, r.byteLength));
+      s.repost(r.sge);
     }
-    options.onReady?.(remote.pid);
+    remote = { stag: ready.rkey, to: ready.addr };
+    options.onReady?.(ready.pid);
     await options.start?.();
   } catch (e) {
     await s.closeWithin(CLOSE_WITHIN_MS);
     throw e;
   }
   const results: PerfResult[] = [];
-  // send_bw flow control: the server posted this many buffers and announces each batch it reposts.
+  const sq = new SendQueueWindow(s);
+  // send_bw flow control: the server posted this many receives and announces each batch it posts again.
   let credits = SEND_CREDIT_BATCH * 2;
   const until = (start: number, i: number) =>
     p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
   let atomicOps = 0n;
-  const fetchAdd = () => {
-    atomicOps++;
-    return s.post({
-      type: 'atomic',
-      atomicOpcode: AtomicOpcode.FetchAdd,
-      remoteStag: remote.rkey,
-      remoteTo: remote.addr,
-      addOrSwapData: ATOMIC_ADD,
-    });
-  };
-  for (const [k, size] of (atomic ? [8] : p.sizes).entries()) {
-    fillPattern(local.subarray(0, size), size);
-    const payload = local.subarray(0, size);
-    let result: PerfResult;
-    if (p.test.endsWith('_bw')) {
-      const t0 = performance.now();
-      let issued = 0;
-      let completed = 0;
-      let peak = 0;
-      let windowStart = t0;
-      let windowDone = 0;
-      const window = Math.max(p.txDepth, 16);
-      const ops = new OpWindow(() => {
-        completed++;
-        windowDone++;
-        if (windowDone === window) {
-          const now = performance.now();
-          peak = Math.max(peak, mbPerSec(window * size, now - windowStart));
-          windowStart = now;
-          windowDone = 0;
-        }
-      });
-      while (until(t0, issued)) {
-        if (p.test === 'send_bw') {
-          while (credits === 0) {
-            await s.recv().then((c) => s.postReceive(c.buffer));
-            credits += SEND_CREDIT_BATCH;
+  try {
+    for (const [k, size] of (atomic ? [8] : p.sizes).entries()) {
+      fillPattern(local.buffer.subarray(0, size), size);
+      const payload = local.sge(0, size);
+      let result: PerfResult;
+      if (p.test.endsWith('_bw')) {
+        // One work request for every operation of the size, posted again and again (as perftest does).
+        const wr = (signaled: boolean): SendWorkRequest =>
+          atomic
+            ? { opcode: 'atomic-fetch-add', sgList: [local.sge(0, 8)], remote, add: ATOMIC_ADD, signaled }
+            : p.test === 'write_bw'
+              ? { opcode: 'rdma-write', sgList: [payload], remote, signaled }
+              : p.test === 'read_bw'
+                ? { opcode: 'rdma-read', sgList: [payload], remote, signaled }
+                : { opcode: 'send', sgList: [payload], signaled };
+        const quiet = wr(false);
+        const signaled = wr(true);
+        const cqMod = Math.max(1, Math.min(p.cqMod ?? DEFAULT_CQ_MOD, p.txDepth));
+        const window = Math.max(p.txDepth, 16);
+        const t0 = performance.now();
+        sq.start(t0, window, size);
+        let posted = 0;
+        let sinceSignal = 0;
+        for (let more = until(t0, 0); more; ) {
+          if (p.test === 'send_bw') {
+            while (credits === 0) {
+              const c = await s.recv();
+              s.repost(c.sge);
+              credits += SEND_CREDIT_BATCH;
+            }
+            credits--;
           }
-          credits--;
+          more = until(t0, posted + 1);
+          // The last one is signaled too, so that every work request of the size is accounted for.
+          const signal = ++sinceSignal === cqMod || !more;
+          s.qp.postSend(signal ? signaled : quiet);
+          if (atomic) atomicOps++;
+          posted++;
+          if (signal) {
+            sq.signaled(sinceSignal);
+            sinceSignal = 0;
+          }
+          if (sq.outstanding(posted) >= p.txDepth) await sq.room(posted, p.txDepth);
         }
-        const op = atomic
-          ? fetchAdd()
-          : p.test === 'write_bw'
-            ? s.post({ type: 'write', sinkStag: remote.rkey, sinkTo: remote.addr, payload: [payload] })
-            : p.test === 'read_bw'
-              ? s.post({
-                  type: 'read',
-                  sinkStag: region.stag,
-                  sinkTo: region.addr,
-                  size,
-                  srcStag: remote.rkey,
-                  srcTo: remote.addr,
-                })
-              : s.post({ type: 'send', payload: [payload] });
-        issued++;
-        ops.track(op);
-        if (ops.full(p.txDepth)) await ops.room(p.txDepth);
-      }
-      await ops.drain();
-      const ms = performance.now() - t0;
-      const avg = mbPerSec(completed * size, ms);
-      const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
-      result = {
-        kind: 'bw',
-        verified,
-        row: {
-          bytes: size,
-          iterations: completed,
-          peakMBps: Math.max(peak, avg),
-          avgMBps: avg,
-          msgRateMpps: completed / (ms * 1000),
-        },
-      };
-    } else {
-      const samples: number[] = [];
-      const warm = options.warmUp ?? 0;
-      const t0 = performance.now();
-      for (let i = -warm; i < 0 || until(t0, i); i++) {
-        const ts = performance.now();
-        if (atomic) {
-          await fetchAdd();
-        } else if (p.test === 'read_lat') {
-          await s.post({
-            type: 'read',
-            sinkStag: region.stag,
-            sinkTo: region.addr,
-            size,
-            srcStag: remote.rkey,
-            srcTo: remote.addr,
-          });
-        } else if (p.test === 'write_lat') {
-          const back = firstValueFrom(s.rdmap.ddp.placement$.pipe(filter((e) => e.last)));
-          await s.post({ type: 'write', sinkStag: remote.rkey, sinkTo: remote.addr, payload: [payload] });
-          await back;
-        } else {
-          const echo = s.recv();
-          await s.post({ type: 'send', payload: [payload] });
-          const c = await echo;
-          s.postReceive(c.buffer);
+        await sq.room(posted, 1);
+        const ms = performance.now() - t0;
+        const avg = mbPerSec(posted * size, ms);
+        const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
+        result = {
+          kind: 'bw',
+          verified,
+          row: {
+            bytes: size,
+            iterations: posted,
+            peakMBps: Math.max(sq.peak, avg),
+            avgMBps: avg,
+            msgRateMpps: posted / (ms * 1000),
+          },
+        };
+      } else {
+        const samples: number[] = [];
+        const warm = options.warmUp ?? 0;
+        const halve = p.test === 'read_lat' || atomic ? 1 : 2;
+        const t0 = performance.now();
+        for (let i = -warm; i < 0 || until(t0, i); i++) {
+          const ts = performance.now();
+          if (atomic) {
+            await s.qp.fetchAdd(local.sge(0, 8), remote, ATOMIC_ADD);
+            atomicOps++;
+          } else if (p.test === 'read_lat') {
+            await s.qp.read(payload, remote);
+          } else if (p.test === 'write_lat') {
+            const back = firstValueFrom(s.qp.placement$.pipe(filter((e) => e.last)));
+            await s.qp.write(payload, remote);
+            await back;
+          } else {
+            const echo = s.recv();
+            await s.qp.send(payload);
+            s.repost((await echo).sge);
+          }
+          if (i >= 0) samples.push(((performance.now() - ts) * 1000) / halve);
         }
-        if (i >= 0) samples.push(((performance.now() - ts) * 1000) / (p.test === 'read_lat' || atomic ? 1 : 2));
+        const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
+        result = {
+          kind: 'lat',
+          verified,
+          row: { bytes: size, iterations: samples.length, lat: summarizeLatency(samples) },
+        };
       }
-      const verified = p.verify ? await verify(s, p.test, size, local, region, remote, atomicOps) : true;
-      result = {
-        kind: 'lat',
-        verified,
-        row: { bytes: size, iterations: samples.length, lat: summarizeLatency(samples) },
-      };
+      results.push(result);
+      onResult(result);
+      onProgress?.(k + 1, p.sizes.length);
     }
-    results.push(result);
-    onResult(result);
-    onProgress?.(k + 1, p.sizes.length);
+  } finally {
+    sq.stop();
   }
-  const msg = { type: 'result', results };
-  if (ctl) await ctl.send(msg);
-  else await s.post({ type: 'send', payload: [new TextEncoder().encode(JSON.stringify(msg))] });
+  await ctl.send({ type: 'result', results });
   await s.close().catch(() => {});
   return results;
 }
 
+/** perftest's default CQ moderation: one signaled send work request in 100 (at most one per tx-depth). */
+export const DEFAULT_CQ_MOD = 100;
+
+/**
+ * The send queue of a bandwidth run as perftest keeps it: work requests posted, and those accounted for
+ * by the signaled completions that came back (each counts itself and the unsignaled ones before it, in
+ * order: RFC 5040 §5.5). A counter and one waiter; the first error completion is thrown by `room`.
+ */
+class SendQueueWindow {
+  private readonly batches: number[] = [];
+  private completed = 0;
+  private waiter: (() => void) | undefined;
+  private failure: Error | undefined;
+  private readonly sub;
+  private windowStart = 0;
+  private windowDone = 0;
+  private window = 1;
+  private size = 0;
+  peak = 0;
+
+  constructor(s: PerfSession) {
+    this.sub = s.qp.sendCq.completions$.subscribe((wc) => {
+      if (wc.status !== 'success') this.failure ??= wc.error ?? new Error(`a work request completed: ${wc.status}`);
+      else this.account(this.batches.shift() ?? 1);
+      const w = this.waiter;
+      this.waiter = undefined;
+      w?.();
+    });
+  }
+
+  /** A new size: counters from zero, the peak measured over windows of `window` operations. */
+  start(t0: number, window: number, size: number): void {
+    this.completed = 0;
+    this.batches.length = 0;
+    this.windowStart = t0;
+    this.windowDone = 0;
+    this.window = window;
+    this.size = size;
+    this.peak = 0;
+  }
+
+  /** A signaled work request was posted: its completion accounts for `n` work requests. */
+  signaled(n: number): void {
+    this.batches.push(n);
+  }
+
+  outstanding(posted: number): number {
+    return posted - this.completed;
+  }
+
+  /** Resolves once fewer than `depth` of the `posted` work requests are outstanding. */
+  async room(posted: number, depth: number): Promise<void> {
+    while (!this.failure && posted - this.completed >= depth) await new Promise<void>((r) => (this.waiter = r));
+    if (this.failure) throw this.failure;
+  }
+
+  stop(): void {
+    this.sub.unsubscribe();
+  }
+
+  private account(n: number): void {
+    this.completed += n;
+    this.windowDone += n;
+    if (this.windowDone >= this.window) {
+      const now = performance.now();
+      this.peak = Math.max(this.peak, mbPerSec(this.windowDone * this.size, now - this.windowStart));
+      this.windowStart = now;
+      this.windowDone = 0;
+    }
+  }
+}
+
 const RESULT_PREFIX = new TextEncoder().encode('{"type":"result"');
-function isResult(b: Uint8Array, n: number): boolean {
-  return n >= RESULT_PREFIX.length && Buffer.compare(b.subarray(0, RESULT_PREFIX.length), RESULT_PREFIX) === 0;
+function isResult(octets: Uint8Array): boolean {
+  return (
+    octets.length >= RESULT_PREFIX.length &&
+    Buffer.compare(octets.subarray(0, RESULT_PREFIX.length), RESULT_PREFIX) === 0
+  );
 }
 
 /** The first and last 64 octets of a received Send against the pattern of its size (a cheap check per message). */
-function samplesMatch(b: Uint8Array, n: number): boolean {
+function samplesMatch(b: Uint8Array): boolean {
+  const n = b.length;
   const all = patternCache(n);
   const k = Math.min(64, n);
   return (
@@ -485,47 +586,33 @@ function patternCache(n: number): Uint8Array {
 
 /** Reads back / compares what the size's run moved. */
 async function verify(
-  s: RdmaSession,
+  s: PerfSession,
   test: PerfTest,
   size: number,
-  local: Uint8Array,
-  region: { stag: number; addr: bigint },
-  remote: { addr: bigint; rkey: number },
+  local: Mr,
+  remote: RemoteBuffer,
   atomicOps = 0n,
 ): Promise<boolean> {
+  const mine = local.buffer.subarray(0, size);
   if (test.startsWith('atomic')) {
     // The word every Fetch-and-Add hit must hold their sum (read back over RDMA Read, network byte order).
-    await s.post({
-      type: 'read',
-      sinkStag: region.stag,
-      sinkTo: region.addr,
-      size: 8,
-      srcStag: remote.rkey,
-      srcTo: remote.addr,
-    });
-    return new DataView(local.buffer, local.byteOffset, 8).getBigUint64(0) === atomicOps * ATOMIC_ADD;
+    await s.qp.read(local.sge(0, 8), remote);
+    return new DataView(mine.buffer, mine.byteOffset, 8).getBigUint64(0) === atomicOps * ATOMIC_ADD;
   }
   const expected = new Uint8Array(size);
   if (test === 'read_bw' || test === 'read_lat') {
     fillPattern(expected, 1);
-    return Buffer.compare(local.subarray(0, size), expected) === 0;
+    return Buffer.compare(mine, expected) === 0;
   }
   fillPattern(expected, size);
   if (test === 'write_bw' || test === 'write_lat') {
     // Read the server's region back over the wire and compare with what was written.
-    local.fill(0, 0, size);
-    await s.post({
-      type: 'read',
-      sinkStag: region.stag,
-      sinkTo: region.addr,
-      size,
-      srcStag: remote.rkey,
-      srcTo: remote.addr,
-    });
-    return Buffer.compare(local.subarray(0, size), expected) === 0;
+    mine.fill(0);
+    await s.qp.read(local.sge(0, size), remote);
+    return Buffer.compare(mine, expected) === 0;
   }
   // Sends: the payload buffer is ours; the server counted them — check the payload was not disturbed.
-  return Buffer.compare(local.subarray(0, size), expected) === 0;
+  return Buffer.compare(mine, expected) === 0;
 }
 
 /** Sums per-stream results of one size into one row (bandwidth adds up; latency: the worst stream's). */

@@ -1,0 +1,149 @@
+/**
+ * One perf queue pair through verbs, as perftest runs one through libibverbs: a device, a protection
+ * domain, send and receive CQs and a queue pair on one LLP stream; registered memory regions; receives
+ * taken from the receive CQ in order, and the promise conveniences for the few operations a run waits on.
+ */
+import type { LlpConnection } from '@rddp/llp';
+import type { RdmapExtensions, RdmapStream } from '@rddp/rdmap';
+import { type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
+import {
+  type AccessFlags,
+  Device,
+  type Mr,
+  type ProtectionDomain,
+  type QueuePair,
+  type Sge,
+  type WorkCompletion,
+} from '@rddp/verbs';
+
+/** Page-aligned, address-like base TOs, so advertised addresses look like perftest's (virtual addresses). */
+let nextBase = 0x7e00_0000_0000n;
+
+export interface PerfSessionOptions {
+  readonly profile: 'ietf' | 'rdmac';
+  /** Which LLP stream of the connection (SCTP carries several). */
+  readonly stream?: number;
+  readonly extensions?: RdmapExtensions;
+  readonly debug?: (s: string) => void;
+  /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
+  readonly rdmapFactory?: RdmapStreamBuilder;
+  /** The device to open the queue pair on (default: a new one). */
+  readonly device?: Device;
+  /** Send work requests outstanding at most (perftest's tx-depth plus the control messages). */
+  readonly maxSendWr: number;
+  /** Receive work requests outstanding at most. */
+  readonly maxRecvWr: number;
+}
+
+/** A receive that completed: its element (posted again with `repost`) and how many octets arrived. */
+export interface Received {
+  readonly sge: Sge;
+  readonly byteLength: number;
+}
+
+export class PerfSession {
+  readonly device: Device;
+  readonly pd: ProtectionDomain;
+  readonly qp: QueuePair;
+  private readonly received: Received[] = [];
+  private waiters: { resolve(r: Received): void; reject(e: Error): void }[] = [];
+  private ended: Error | undefined;
+
+  constructor(
+    readonly connection: LlpConnection,
+    options: PerfSessionOptions,
+  ) {
+    this.device = options.device ?? new Device();
+    this.pd = this.device.allocPd();
+    const build = options.rdmapFactory ?? rdmapStreamOn;
+    this.qp = this.pd.createQp({
+      sendCq: this.device.createCq(),
+      recvCq: this.device.createCq(),
+      maxSendWr: options.maxSendWr,
+      maxRecvWr: options.maxRecvWr,
+      sqSigAll: false,
+      profile: options.profile,
+    });
+    // Verbs composes the options (receives, IRD/ORD and the RFC 6581 values the connection negotiated);
+    // the stack's factories build the RDMAP and DDP Streams from them.
+    this.qp.connect(this.connection, {
+      stream: options.stream ?? 0,
+      rdmapFactory: (s, o) => build(s, o),
+      ...(options.extensions ? { extensions: options.extensions } : {}),
+    });
+    this.qp.recvCq.completions$.subscribe((wc) => this.onReceive(wc));
+    const debug = options.debug;
+    this.qp.terminate$.subscribe((t) =>
+      debug?.(
+        t.direction === 'not-sent'
+          ? `Terminate not sent (${t.notSentReason}): ${t.description}`
+          : `Terminate ${t.direction}: ${t.description}`,
+      ),
+    );
+    this.qp.closed$.subscribe((ev) => {
+      this.ended = ev.error ?? new Error('the connection closed');
+      for (const w of this.waiters.splice(0)) w.reject(this.ended);
+    });
+  }
+
+  /** The queue pair's RDMAP Stream (connected in the constructor). */
+  get rdmap(): RdmapStream {
+    return this.qp.rdmap as RdmapStream;
+  }
+
+  /** Registers `buffer` at an address-like TO with exactly `access`. */
+  register(buffer: Uint8Array, access: AccessFlags): Mr {
+    const baseTo = nextBase;
+    nextBase += BigInt(Math.ceil((buffer.length + 1) / 4096) * 4096);
+    return this.pd.registerMr(buffer, access, { baseTo });
+  }
+
+  /** Posts one receive for an incoming Send into `sge` (its completion comes from `recv`). */
+  repost(sge: Sge): void {
+    this.qp.postRecv({ wrId: sge, sgList: [sge] });
+  }
+
+  /** The next receive completion, in Delivery order (RFC 5040 §5.5). */
+  recv(): Promise<Received> {
+    const r = this.received.shift();
+    if (r) return Promise.resolve(r);
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise<Received>((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  private onReceive(wc: WorkCompletion): void {
+    if (wc.status !== 'success') {
+      this.ended ??= wc.error ?? new Error(`a receive completed with status ${wc.status}`);
+      for (const w of this.waiters.splice(0)) w.reject(this.ended);
+      return;
+    }
+    const r: Received = { sge: wc.wrId as Sge, byteLength: wc.byteLen };
+    const w = this.waiters.shift();
+    if (w) w.resolve(r);
+    else this.received.push(r);
+  }
+
+  /** ULP Graceful Termination (RFC 5040 §6.2): what is posted completes, then the LLP stream closes. */
+  close(): Promise<void> {
+    return this.qp.close();
+  }
+
+  /** Graceful termination, bounded: past `ms` the LLP connection is aborted. */
+  closeWithin(ms: number): Promise<void> {
+    this.close().catch(() => {});
+    return this.settle(ms);
+  }
+
+  private settle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.connection.abort();
+        resolve();
+      }, ms);
+      this.qp.closed$.subscribe(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+}
