@@ -84,7 +84,19 @@ async function exchange(mode: WireMode): Promise<{ a: MpaTcpConnection; b: LlpCo
           : [...toResponder, ...toInitiator];
     await a.close();
     const file = await cap.stop();
-    const s = await summarize(file);
+    const s = await summarize(
+      file,
+      mode.onlyDirection ? { tsharkPartial: 'Wireshark 4.0 decodes only the direction with Markers' } : {},
+    );
+    // rddp dissect reads both directions whatever the Markers, every FPDU, nothing to reject.
+    const both = [...toResponder, ...toInitiator].sort((x, y) => x - y);
+    expect(s.dissect.fpdus.map((f) => f.ulpduLength).sort((x, y) => x - y)).toEqual(both);
+    expect(s.dissect.fpdus.every((f) => f.crc === (a.negotiated.crc ? 'good' : 'off'))).toBe(true);
+    // At Rev 0 this LLP-level test still sends IETF DDP headers (DV 1, RV 1): the dissector rightly
+    // flags each on an RDMAC connection (RFC 5044 Appendix C: DDP and RDMAP version 0), and nothing else.
+    const rdmac = a.negotiated.revision === 0 ? ['ddp-version', 'rdmap-version'] : [];
+    expect(s.dissect.rejects.filter((f) => !rdmac.includes(f.code))).toEqual([]);
+    expect(s.dissect.rejects.filter((f) => f.code === 'ddp-version')).toHaveLength(rdmac.length ? both.length : 0);
     expect(s.requests).toBe(1);
     expect(s.replies).toBe(1);
     expect([...s.fpduLengths].sort((x, y) => x - y)).toEqual([...sent].sort((x, y) => x - y));
@@ -171,6 +183,9 @@ describe.runIf(available)(`wire checks with ${TSHARK}`, () => {
       expect(s.fpduLengths).toEqual([40, 48]);
       expect(s.goodCrc).toBe(1);
       expect(s.badCrc).toBe(1);
+      // rddp dissect: the same verdicts, and the bad CRC a finding a receiver must reject (RFC 5044 §4.4).
+      expect(s.dissect.fpdus.map((f) => `${f.ulpduLength} ${f.crc}`)).toEqual(['40 good', '48 bad']);
+      expect(s.dissect.rejects.map((f) => `${f.code} ${f.clause}`)).toEqual(['mpa-crc RFC 5044 §4.4']);
     } finally {
       cap.dispose();
       await l.close();

@@ -1,11 +1,13 @@
 /**
  * Wire checks: capture this test's own traffic on lo with tshark, then decode it with Wireshark's MPA
- * dissector. tshark absent: skip (locally) or fail (CI, where .ci/run installs it).
+ * dissector and with `rddp dissect` (tools/conformance, its own codec), which must read every capture
+ * and agree with tshark FPDU for FPDU. tshark absent: skip (locally) or fail (CI, where .ci/run installs it).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type DissectReport, dissectFile, type Finding } from '../../../tools/conformance/src/dissect/index.js';
 
 export const TSHARK = process.env.TSHARK ?? '/usr/bin/tshark';
 
@@ -117,15 +119,73 @@ export interface WireSummary {
   readonly expert: ExpertItem[];
   readonly malformed: number;
   readonly text: string;
+  /** What `rddp dissect` made of the same capture (checked against tshark by summarize). */
+  readonly dissect: Dissected;
 }
 
-/** Summary of what Wireshark made of the capture. */
-export async function summarize(file: string): Promise<WireSummary> {
+/** One FPDU: the frame it completed in, its ULPDU_Length and CRC verdict. */
+export interface WireFpdu {
+  readonly frame: number;
+  readonly ulpduLength: number;
+  readonly crc: 'good' | 'bad' | 'off';
+}
+
+export interface Dissected {
+  readonly report: DissectReport;
+  /** Every FPDU the dissector found, in capture order. */
+  readonly fpdus: WireFpdu[];
+  /** Findings a receiver must reject (RFC clause and code each). */
+  readonly rejects: Finding[];
+  /** Codes of every finding, reject, warn and note. */
+  readonly codes: string[];
+}
+
+/** tshark's FPDUs from its `-V` text: frame, ULPDU_Length and CRC verdict ("Good CRC32", "Bad CRC32", none). */
+function tsharkFpdus(text: string): WireFpdu[] {
+  const fpdus: { frame: number; ulpduLength: number; crc: WireFpdu['crc'] }[] = [];
+  let frame = 0;
+  for (const line of text.split('\n')) {
+    const f = /^Frame (\d+):/.exec(line);
+    if (f) frame = Number(f[1]);
+    const u = /^\s+ULPDU length: (\d+) bytes?$/.exec(line);
+    if (u) fpdus.push({ frame, ulpduLength: Number(u[1]), crc: 'off' });
+    const c = /^\s+CRC check: .*\((Good|Bad) CRC32/.exec(line);
+    const last = fpdus[fpdus.length - 1];
+    if (c && last) last.crc = c[1] === 'Good' ? 'good' : 'bad';
+  }
+  return fpdus;
+}
+
+/** The dissector's FPDUs (events of kind `fpdu`), in capture order. */
+function dissectorFpdus(r: DissectReport): WireFpdu[] {
+  return r.events
+    .filter((e) => e.kind === 'fpdu')
+    .map((e) => {
+      const m = /^FPDU ULPDU_Length (\d+) \(CRC (good|bad|off)/.exec(e.summary);
+      if (!m) throw new Error(`rddp dissect: an FPDU event without length and CRC verdict: ${e.summary}`);
+      return { frame: e.frame, ulpduLength: Number(m[1]), crc: m[2] as WireFpdu['crc'] };
+    });
+}
+
+export interface SummarizeOptions {
+  /**
+   * Why tshark decodes only part of this capture (e.g. Wireshark 4.0 with Markers in one direction
+   * only): the dissector must then agree on every frame tshark decoded and may find more FPDUs.
+   */
+  readonly tsharkPartial?: string;
+}
+
+/**
+ * Summary of what Wireshark made of the capture, and what `rddp dissect` made of it. Throws when the
+ * dissector cannot read the file or disagrees with tshark: other MPA frame counts, other FPDUs (frame,
+ * ULPDU_Length, CRC verdict) in any frame tshark decoded, or (unless `tsharkPartial`) FPDUs tshark missed.
+ */
+export async function summarize(file: string, o: SummarizeOptions = {}): Promise<WireSummary> {
   const text = await decodeVerbose(file);
   const count = (re: RegExp) => (text.match(re) ?? []).length;
   const fpduLengths = [...text.matchAll(/^\s+ULPDU length: (\d+) bytes?$/gm)].map((m) => Number(m[1]));
   const expert = await expertItems(file);
-  return {
+  const s = {
     requests: count(/^\s+Request frame header$/gm),
     replies: count(/^\s+Reply frame header$/gm),
     fpduLengths,
@@ -134,6 +194,46 @@ export async function summarize(file: string): Promise<WireSummary> {
     expert,
     malformed: count(/\[Malformed Packet/g),
     text,
+  };
+  return { ...s, dissect: await dissectAgainstTshark(file, s, tsharkFpdus(text), o) };
+}
+
+async function dissectAgainstTshark(
+  file: string,
+  s: { requests: number; replies: number },
+  theirs: WireFpdu[],
+  o: SummarizeOptions,
+): Promise<Dissected> {
+  let report: DissectReport;
+  try {
+    report = await dissectFile(file);
+  } catch (e) {
+    throw new Error(`rddp dissect cannot read ${file}: ${(e as Error).message}`);
+  }
+  const frames = Number((await run(['-r', file, '-T', 'fields', '-e', 'frame.number'])).trim().split('\n').pop());
+  const bad: string[] = [];
+  if (report.packets !== frames) bad.push(`${report.packets} packets read, tshark read ${frames}`);
+  const kinds = (k: string, head: string) =>
+    report.events.filter((e) => e.kind === k && e.summary.startsWith(head)).length;
+  if (kinds('mpa-request', 'MPA Request') !== s.requests)
+    bad.push(`${kinds('mpa-request', 'MPA Request')} MPA Requests, tshark saw ${s.requests}`);
+  if (kinds('mpa-reply', 'MPA Reply') !== s.replies)
+    bad.push(`${kinds('mpa-reply', 'MPA Reply')} MPA Replies, tshark saw ${s.replies}`);
+  const ours = dissectorFpdus(report);
+  const show = (l: WireFpdu[]) => l.map((f) => `#${f.frame} ${f.ulpduLength} ${f.crc}`).join(', ');
+  const tsharkFrames = new Set(theirs.map((f) => f.frame));
+  const oursThere = ours.filter((f) => tsharkFrames.has(f.frame));
+  if (show(oursThere) !== show(theirs))
+    bad.push(`FPDUs differ: rddp dissect ${show(oursThere)}; tshark ${show(theirs)}`);
+  const extra = ours.filter((f) => !tsharkFrames.has(f.frame));
+  if (extra.length > 0 && o.tsharkPartial === undefined)
+    bad.push(`rddp dissect found FPDUs tshark did not: ${show(extra)}`);
+  if (bad.length > 0) throw new Error(`rddp dissect disagrees with tshark on ${file}:\n  ${bad.join('\n  ')}`);
+  return {
+    report,
+    fpdus: ours,
+    rejects: report.findings.filter((f) => f.severity === 'reject'),
+    codes: report.findings.map((f) => f.code),
   };
 }
 

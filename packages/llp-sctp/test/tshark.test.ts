@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { LlpStream } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { dissectFile } from '../../../tools/conformance/src/dissect/index.js';
 import { sctp } from '../src/index.js';
 import { until } from './harness.js';
 
@@ -182,6 +183,30 @@ describe('tshark decodes the wire format', () => {
         for (const type of [7, 8, 14]) expect(all).toContain(type);
         expect(all.filter((x) => x === 6).length).toBe(1);
         expect(d.types.findIndex((ts) => ts.includes(6))).toBeGreaterThan(inits[1] as number);
+
+        // rddp dissect (tools/conformance, its own codec) reads the same capture and agrees with tshark:
+        // every packet, both associations, every checksum good, the same session control messages in
+        // the same order, the one DDP Segment.
+        const r = await dissectFile(file);
+        expect(r.packets).toBe(d.types.length);
+        expect(r.connections.map((c) => c.transport)).toEqual(['sctp-udp', 'sctp-udp']);
+        expect(r.connections.map((c) => c.setup)).toEqual([
+          'SCTP over UDP (RFC 6951), DDP adaptation on',
+          'SCTP over UDP (RFC 6951), DDP adaptation on',
+        ]);
+        expect(r.findings.filter((f) => f.code.startsWith('sctp-'))).toEqual([]);
+        const hex4 = (n: number) => n.toString(16).padStart(4, '0');
+        const ours = r.events
+          .filter((e) => e.kind === 'session-control')
+          .map((e) => {
+            const x = e.detail as { sid: number; function: number; privateData: Uint8Array };
+            return `${x.sid}:${hex4(x.function)}${hex4(x.privateData.byteLength)}${Buffer.from(x.privateData).toString('hex')}`;
+          });
+        expect(ours).toEqual(control);
+        expect(r.connections.map((c) => c.segments)).toEqual([1, 0]);
+        expect(r.events.filter((e) => e.kind === 'segment').map((e) => e.summary.split(' · ')[0])).toEqual([
+          'SCTP stream 1 PPID 16',
+        ]);
       } finally {
         cap?.kill('SIGKILL');
         await listener.close();

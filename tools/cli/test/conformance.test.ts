@@ -49,14 +49,14 @@ const MODES = [1, 2].flatMap((rev) =>
   [true, false].flatMap((crc) => [true, false].map((markers) => ({ rev, crc, markers }))),
 );
 type M = (typeof MODES)[number];
+/** MPA Rev 0, the RDMA Consortium profile (RFC 5044 Appendix C): CRCs and Markers always, DDP/RDMAP version 0. */
+const REV0: M = { rev: 0, crc: true, markers: true };
 const label = (m: M) => `MPA rev ${m.rev}, CRC ${m.crc ? 'on' : 'off'}, Markers ${m.markers ? 'on' : 'off'}`;
-const rpingFlags = (m: M) => [
-  '--mpa-rev',
-  String(m.rev),
-  m.crc ? '--crc' : '--no-crc',
-  ...(m.markers ? ['--markers'] : []),
-];
-const kitMode = (m: M) => ({ mpaRev: String(m.rev), crc: m.crc, markers: m.markers });
+const rpingFlags = (m: M) =>
+  m.rev === 0
+    ? ['--mpa-rev', '0']
+    : ['--mpa-rev', String(m.rev), m.crc ? '--crc' : '--no-crc', ...(m.markers ? ['--markers'] : [])];
+const kitMode = (m: M) => (m.rev === 0 ? { mpaRev: '0' } : { mpaRev: String(m.rev), crc: m.crc, markers: m.markers });
 
 function failures(s: RunSummary): string[] {
   return s.results.filter((r) => r.verdict === 'FAIL').map((r) => `${r.name}: ${r.evidence}`);
@@ -70,7 +70,7 @@ describe('rddp conformance --target: the kit as client of `rping -s -P`', () => 
     expect(r.out).toContain('RFC 5041 §7.2');
   }, 120_000);
 
-  it.concurrent.each(MODES)('every case PASSes or SKIPs with a reason: %o', async (m) => {
+  it.concurrent.each([...MODES, REV0])('every case PASSes or SKIPs with a reason: %o', async (m) => {
     const port = await freePort();
     const server = node(['rping', '-s', '-P', '-p', String(port), ...rpingFlags(m)]);
     await listening(server);
@@ -85,6 +85,11 @@ describe('rddp conformance --target: the kit as client of `rping -s -P`', () => 
     expect(verdict('mpa.markers')).toBe(m.markers ? 'PASS' : 'SKIP');
     expect(verdict('mpa.rev2.rtr-read')).toBe(m.rev === 2 ? 'PASS' : 'SKIP');
     expect(verdict('ddp.tagged.invalid-stag')).toBe('PASS');
+    // Rev 0 (RFC 5044 Appendix C): the RDMAC startup and version checks in the Rev 0 mode; in the others,
+    // the permissive server answers a Rev 0 Request with a Rev 0 Reply and serves a ping at version 0.
+    for (const n of ['mpa.rev0.startup', 'mpa.rev0.crc-markers', 'ddp.rev0.tagged-version-1', 'rdmap.rev0.version-1'])
+      expect(verdict(n), n).toBe(m.rev === 0 ? 'PASS' : 'SKIP');
+    expect(verdict('mpa.rev0.request')).toBe(m.rev === 0 ? 'SKIP' : 'PASS');
   }, 60_000);
 });
 
@@ -134,6 +139,25 @@ describe('rddp conformance --listen: the kit as server of `rping -c` clients', (
     const s = await listenRun(m, 'mpa.startup,liveness,ddp.tagged.invalid-stag');
     expect(failures(s), label(m)).toEqual([]);
     expect(s.results.find((r) => r.name === 'liveness.rping')?.verdict).toBe('PASS');
+  }, 60_000);
+
+  it('MPA Rev 0 (RDMAC profile): startup, CRCs and Markers, version 0 and the version-1 Terminates', async () => {
+    const s = await listenRun(REV0, 'mpa.startup,mpa.rev0,liveness,ddp.tagged.invalid-stag,ddp.rev0,rdmap.rev0');
+    expect(failures(s)).toEqual([]);
+    const verdict = (n: string) => s.results.find((r) => r.name === n)?.verdict;
+    for (const n of [
+      'mpa.rev0.startup',
+      'mpa.rev0.crc-markers',
+      'ddp.rev0.tagged-version-1',
+      'ddp.rev0.untagged-version-1',
+      'rdmap.rev0.version-1',
+    ])
+      expect(verdict(n), n).toBe('PASS');
+  }, 120_000);
+
+  it('a Rev 0 Reply to a Rev 1 client: the non-permissive client closes', async () => {
+    const s = await listenRun(MODES[0] as M, 'mpa.rev0.reply');
+    expect(s.results.find((r) => r.name === 'mpa.rev0.reply')?.evidence).toContain('closed the connection');
   }, 60_000);
 });
 
@@ -190,5 +214,8 @@ describe('the planted-bug control and the exit status', () => {
     expect(unknown.err).toContain("no case is named or checks a clause matching 'no.such.case'");
     const rev = await direct(['conformance', '--target', '127.0.0.1:1', '--mpa-rev', '3']);
     expect(rev.code).toBe(2);
+    const rdmac = await direct(['conformance', '--target', '127.0.0.1:1', '--mpa-rev', '0', '--no-markers']);
+    expect(rdmac.code).toBe(2);
+    expect(rdmac.err).toContain('always has CRCs and Markers');
   }, 60_000);
 });

@@ -88,6 +88,10 @@ describe('RFC 5040 Figure 9 Layer LLP: a Terminate for an MPA CRC error', () => 
         expect(unexpected(w.expert)).toEqual([]);
         expect(w.text).toMatch(/OpCode: Terminate \(0x7\)/);
         expect(w.text).toMatch(/Layer: LLP \(0x2\)/);
+        // rddp dissect (checked against tshark by summarize): the bad CRC is the one finding to reject,
+        // and the Terminate it answered with is Layer LLP, MPA CRC Error.
+        expect(w.dissect.rejects.map((f) => `${f.code} ${f.clause}`)).toEqual(['mpa-crc RFC 5044 §4.4']);
+        expect(w.dissect.report.connections[0]?.terminates.map((t) => t.name)).toEqual(['MPA: MPA CRC Error']);
       } finally {
         r.dispose();
       }

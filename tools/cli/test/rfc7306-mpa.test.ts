@@ -70,6 +70,10 @@ describe('RFC 7306 over MPA/TCP (rev 2, CRC)', () => {
         expect(wire.malformed).toBe(0);
         expect(unexpected(wire.expert, [REV_NOT_ONE, RES_NOT_ZERO])).toEqual([]);
         expect(wire.goodCrc).toBe(wire.fpduLengths.length);
+        // rddp dissect (checked against tshark by summarize): 5 Atomic Requests and Responses, 2 Immediate
+        // Data messages, each an RFC 7306 note; nothing to reject.
+        expect(wire.dissect.rejects).toEqual([]);
+        expect(wire.dissect.codes.filter((c) => c === 'rdmap-rfc7306')).toHaveLength(12);
         expect((wire.text.match(/OpCode: Atomic Response \(0xb\)/gi) ?? []).length).toBe(5);
         // RFC 7306 IANA subcodes: 0001b is Reserved, so the Swap went out as CmpSwap (with Compare Mask 0).
         expect([...wire.text.matchAll(/= OpCode: (\w+) \((\d+)\)$/gm)].map((m) => `${m[1]} ${m[2]}`)).toEqual([

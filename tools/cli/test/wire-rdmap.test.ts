@@ -67,6 +67,13 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
         expect(ops(/OpCode: Read Response \(0x2\)/g)).toBe(5);
         expect(ops(/OpCode: Write \(0x0\)/g)).toBe(5);
         expect(ops(/RDMA Read Message Size: 3000 bytes/g)).toBe(5);
+        expect(w.dissect.rejects).toEqual([]);
+        expect(w.dissect.report.connections[0]?.operations).toMatchObject({
+          Send: 20,
+          'RDMA Read Request': 5,
+          'RDMA Read Response': 5,
+          'RDMA Write': 5,
+        });
         if (flags.crc) expect(w.goodCrc).toBe(w.fpduLengths.length);
         else expect(w.goodCrc).toBe(0);
         expect(w.badCrc).toBe(0);
@@ -100,6 +107,11 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
       expect(w.text).toContain('Error Types for DDP layer: Tagged Buffer Error (0x1)');
       expect(w.text).toContain('Error Code for DDP Tagged Buffer: Invalid STag (0x00)');
       expect(w.text).toMatch(/Terminated DDP Header: c14000abcd00/);
+      // rddp dissect: the Write to the unknown STag is not a wire fault; the Terminate names the error.
+      expect(w.dissect.rejects).toEqual([]);
+      expect(w.dissect.report.connections[0]?.terminates.map((t) => t.name)).toEqual([
+        'DDP: Tagged Buffer Error: Invalid STag',
+      ]);
       expect(w.goodCrc).toBe(w.fpduLengths.length);
     } finally {
       cap.dispose();
@@ -142,6 +154,9 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
       expect((wire.text.match(/OpCode: Atomic Request \(0xa\)/gi) ?? []).length).toBe(2);
       expect((wire.text.match(/OpCode: Atomic Response \(0xb\)/gi) ?? []).length).toBe(2);
       expect(wire.goodCrc).toBe(wire.fpduLengths.length);
+      // rddp dissect: RFC 7306 opcodes are notes (valid where both ends enabled them), nothing to reject.
+      expect(wire.dissect.rejects).toEqual([]);
+      expect(wire.dissect.codes.filter((c) => c === 'rdmap-rfc7306')).toHaveLength(4);
     } finally {
       cap.dispose();
     }

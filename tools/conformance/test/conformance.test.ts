@@ -10,6 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { summarize } from '../../../packages/llp-mpa-tcp/test/wire.js';
 import { junitReport, markdownReport, runKit } from '../src/index.js';
 
 const SRC = path.resolve(__dirname, '../src');
@@ -111,6 +112,14 @@ describe('the kit against `rping -s -P`: reports and captures', () => {
           expect(text, name).toMatch(/MPA Request Frame|Marker Protocol/);
           expect(text, name).not.toMatch(/Malformed Packet/);
           expect(out, name).not.toMatch(/Errors \(|Warns \(/);
+          // rddp dissect reads the kit's own capture and agrees with tshark FPDU for FPDU; nothing to reject.
+          const w = await summarize(path.join(dir, `${name}.pcap`), {
+            tsharkPartial: 'Markers towards the kit only: Wireshark 4.0 then decodes that direction alone',
+          });
+          expect(w.dissect.rejects, name).toEqual([]);
+          if (name !== 'mpa.startup') expect(w.dissect.fpdus.length, name).toBeGreaterThan(0);
+          if (name.startsWith('ddp.'))
+            expect(w.dissect.report.connections[0]?.terminates.map((t) => t.name)[0], name).toMatch(/^DDP: /);
         }
       } finally {
         server.kill('SIGKILL');

@@ -52,15 +52,18 @@ interface Flow {
   /** Put all client FPDUs in one TCP segment. */
   readonly oneSegment?: boolean;
   readonly earlyClient?: boolean;
+  /** MPA Rev of the Request and Reply (default 1). */
+  readonly rev?: number;
 }
 
 function flowPcap(f: Flow): Uint8Array {
   const crc = f.crc ?? true;
   const markers = f.markers ?? false;
-  const recs: FlowRecord[] = [{ from: 'client', bytes: encodeMpaRequest({ markers, crc, rev: 1 }) }];
+  const rev = f.rev ?? 1;
+  const recs: FlowRecord[] = [{ from: 'client', bytes: encodeMpaRequest({ markers, crc, rev }) }];
   const client = f.oneSegment ? [concat(f.fromClient)] : f.fromClient;
   if (f.earlyClient) recs.push({ from: 'client', bytes: client.shift() as Uint8Array });
-  recs.push({ from: 'server', bytes: encodeMpaReply({ markers, crc, rev: 1 }) });
+  recs.push({ from: 'server', bytes: encodeMpaReply({ markers, crc, rev }) });
   for (const b of client) recs.push({ from: 'client', bytes: b });
   for (const b of f.fromServer ?? []) recs.push({ from: 'server', bytes: b });
   return tcpFlowPcap(recs);
@@ -209,11 +212,36 @@ describe('planted faults a receiver must reject', () => {
     const r = await dissectBytes(flowPcap({ fromClient: fpduStream(ulpdus, { crc: true, markers: false }) }));
     expect(rejects(r)).toEqual([
       'ddp-version RFC 5041 §4.2, §7.2',
-      'rdmap-version RFC 5040 §4.1, §4.8',
+      'rdmap-version RFC 5040 §4.1, §7.2',
       'ddp-invalid-qn RFC 5040 §3.1, RFC 5041 §7.2',
       'rdmap-single-segment RFC 5040 §4.4',
       'ddp-msn RFC 5041 §4.4, §7.2',
       'rdmap-opcode-t-bit RFC 5040 §4.1',
+    ]);
+  });
+
+  it('MPA Rev 0 (RDMAC profile): DDP/RDMAP version 0 accepted, version 1 flagged; the Rev 0 frames a note', async () => {
+    const ulpdus = [
+      untaggedSegment({ opcode: Opcode.Send, msn: 1, dv: 0, rv: 0 }, new Uint8Array(4)),
+      untaggedSegment({ opcode: Opcode.Send, msn: 2, dv: 1, rv: 0 }, new Uint8Array(4)),
+      untaggedSegment({ opcode: Opcode.Send, msn: 3, dv: 0, rv: 1 }, new Uint8Array(4)),
+    ];
+    // RFC 5044 Appendix C: Markers and CRCs both ways at Rev 0.
+    const r = await dissectBytes(
+      flowPcap({ rev: 0, markers: true, fromClient: fpduStream(ulpdus, { crc: true, markers: true }) }),
+    );
+    expect(r.connections[0]?.setup).toBe('MPA Rev 0/0, CRC on, Markers to responder on, to initiator on');
+    expect(r.connections[0]?.crc).toEqual({ good: 3, bad: 0, off: 0 });
+    expect(rejects(r)).toEqual(['ddp-version RFC 5041 §4.2, §7.2', 'rdmap-version RFC 5040 §4.1, §7.2']);
+    expect(r.findings.find((f) => f.code === 'ddp-version')?.message).toContain('DDP version 1, not 0');
+    expect(r.findings.filter((f) => f.code === 'mpa-rev0').map((f) => f.severity)).toEqual(['note', 'note']);
+    // The same segments at Rev 1: version 0 is the fault there.
+    const ietf = await dissectBytes(flowPcap({ fromClient: fpduStream(ulpdus, { crc: true, markers: false }) }));
+    expect(rejects(ietf)).toEqual([
+      'ddp-version RFC 5041 §4.2, §7.2',
+      'rdmap-version RFC 5040 §4.1, §7.2',
+      'rdmap-version RFC 5040 §4.1, §7.2',
+      'ddp-version RFC 5041 §4.2, §7.2',
     ]);
   });
 

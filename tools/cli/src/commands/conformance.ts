@@ -17,7 +17,7 @@ export function registerConformance(program: Command): void {
     .option('--listen <port>', 'the kit is the server; clients under test connect here (one connection per case)')
     .option('--listen-host <addr>', 'address to listen on', '127.0.0.1')
     .option('--app <name>', 'application protocol the target runs: rping (default) or perf', 'rping')
-    .option('--mpa-rev <rev>', 'MPA revision the kit asks for: 1 or 2 (RFC 6581)', '1')
+    .option('--mpa-rev <rev>', 'MPA revision the kit asks for: 1, 2 (RFC 6581) or 0 (RDMAC profile)', '1')
     .option('--crc', 'ask for MPA CRCs (default)')
     .option('--no-crc', 'do not ask for MPA CRCs')
     .option('--markers', 'ask for MPA Markers in the FPDUs the kit receives')

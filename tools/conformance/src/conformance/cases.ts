@@ -6,7 +6,7 @@
 import { MPA_MAX_PRIVATE_DATA, Opcode, TerminateLayer } from '../wire/constants.js';
 import { encodeReadRequest } from '../wire/rdmap.js';
 import { encodeTerminate } from '../wire/terminate.js';
-import { ConformancePeerClosedError } from './errors.js';
+import { ConformancePeerClosedError, ConformanceRejectedError } from './errors.js';
 import { expectLlpRefusal, expectTerminate, type TerminateSpec } from './expect.js';
 import { clientToReadRequest, open, openClient, openServer, type Peer, serverToSink, serverToSource } from './peer.js';
 import { irdOutcome, perfCases } from './perf.js';
@@ -90,6 +90,10 @@ function untaggedCase(
       return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [code], ulpdu: u });
     },
   };
+}
+
+function rev0Only(mode: Mode): string | undefined {
+  return mode.mpaRev === 0 ? undefined : 'needs --mpa-rev 0 (the RDMAC profile, RFC 5044 Appendix C)';
 }
 
 function withCrc(mode: Mode): string | undefined {
@@ -181,7 +185,7 @@ export const CASES: readonly ConformanceCase[] = [
         )
         .filter((v) => v.code !== 'mpa-enhanced-missing' || e !== undefined)
         .map((v) => `${v.clause}: ${v.message}`);
-      if (f.rev < 1 || f.rev > (ctx.role === 'client' ? ctx.mode.mpaRev : 2))
+      if (ctx.mode.mpaRev === 0 ? f.rev !== 0 : f.rev < 1 || f.rev > (ctx.role === 'client' ? ctx.mode.mpaRev : 2))
         probs.push(`Rev ${f.rev} in answer to Rev ${ctx.mode.mpaRev}`);
       if (ctx.role === 'client' && ctx.mode.crc && !f.crc)
         probs.push('RFC 5044 §7.1: C clear in a Reply to a Request with C set');
@@ -410,6 +414,136 @@ export const CASES: readonly ConformanceCase[] = [
       },
     }),
   ),
+  // ── MPA Rev 0: the RDMA Consortium profile (RFC 5044 Appendix C) ──────────────────────────────
+  {
+    name: 'mpa.rev0.startup',
+    clause: 'RFC 5044 Appendix C',
+    title: 'At Rev 0 (RDMAC MPA) the answer is Rev 0 with M and C set, and an rping at DDP/RDMAP version 0 runs',
+    roles: both,
+    skipIn: rev0Only,
+    async run(ctx) {
+      const p = await open(ctx);
+      const f = p.s.peerFrame;
+      const what = ctx.role === 'client' ? 'Reply' : 'Request';
+      if (f.rev !== 0) return fail(`a Rev ${f.rev} ${what} to a Rev 0 ${ctx.role === 'client' ? 'Request' : 'Reply'}`);
+      if (!f.markers || !f.crc) return fail(`a Rev 0 ${what} with M=${+f.markers} C=${+f.crc}: RDMAC MPA has both on`);
+      await (ctx.role === 'client' ? rpingClient(p.s, p.rx) : rpingServer(p.s, p.rx));
+      return pass(`${what}: Rev 0, M=1 C=1, ${f.pdLength} octets of private data; one ping served at DV 0, RV 0`);
+    },
+  },
+  {
+    name: 'mpa.rev0.crc-markers',
+    clause: 'RFC 5044 Appendix C, §4.3, §4.4',
+    title: 'At Rev 0 every FPDU carries a good CRC32c and Markers every 512 octets, both ways, without negotiation',
+    roles: both,
+    skipIn: rev0Only,
+    async run(ctx) {
+      const p = await open(ctx);
+      if (!p.s.crc || !p.s.markersTx || !p.s.markersRx) return fail('the kit did not turn on CRCs and Markers');
+      // A ping large enough for several Markers in each FPDU of data.
+      if (ctx.role === 'client') await rpingClient(p.s, p.rx, 2, 2000);
+      else await rpingServer(p.s, p.rx);
+      return pass('every FPDU of the exchange had a good CRC and Markers pointing to its FPDU, in both directions');
+    },
+  },
+  {
+    name: 'mpa.rev0.request',
+    clause: 'RFC 5044 §7.1, Appendix C',
+    title:
+      'A Rev 0 Request to a Rev 1/2 responder: a Rev 0 Reply (permissive; then RDMAC at version 0) or a close (non-permissive), never a Rev 1/2 acceptance',
+    roles: clientOnly,
+    skipIn: (m) => (m.mpaRev === 0 ? 'the Rev 0 mode opens every connection this way (mpa.rev0.startup)' : undefined),
+    async run(ctx) {
+      const rdmac: Mode = { mpaRev: 0, crc: true, markers: true };
+      let p: Peer;
+      try {
+        p = await openClient({ ...ctx, mode: rdmac });
+      } catch (e) {
+        if (e instanceof ConformancePeerClosedError)
+          return pass(`the target ${e.reset ? 'reset' : 'closed'} the connection (a non-permissive IETF responder)`);
+        if (e instanceof ConformanceRejectedError) return pass('the target refused it with an MPA Reply with R set');
+        throw e;
+      }
+      const f = p.s.peerFrame;
+      if (f.rev !== 0)
+        return fail(
+          `an accepting Rev ${f.rev} Reply to a Rev 0 Request (RFC 5044 §7.1: a Rev it cannot interoperate with ends the connection)`,
+        );
+      if (!f.markers || !f.crc) return fail(`a Rev 0 Reply with M=${+f.markers} C=${+f.crc}: RDMAC MPA has both on`);
+      await rpingClient(p.s, p.rx);
+      return pass('a Rev 0 Reply (M=1 C=1), then one ping served at DDP and RDMAP version 0 (a permissive responder)');
+    },
+  },
+  {
+    name: 'mpa.rev0.reply',
+    clause: 'RFC 5044 §7.1, Appendix C',
+    title:
+      'A Rev 0 Reply to a Rev 1/2 initiator: it closes (non-permissive) or goes on in RDMAC mode at version 0 (permissive), never at version 1',
+    roles: serverOnly,
+    skipIn: (m) => (m.mpaRev === 0 ? 'the Rev 0 mode answers every connection this way (mpa.rev0.startup)' : undefined),
+    async run(ctx) {
+      const p = await openServer(ctx, { reply: { rev: 0, markers: true, crc: true } });
+      if (p.s.peerFrame.rev === 0) return skip('the client asked for Rev 0 itself');
+      const m = await p.s.nextOrEnd();
+      if (!m) {
+        const end = p.s.conn.ended;
+        return end
+          ? pass(`the client ${end.how === 'fin' ? 'closed' : 'reset'} the connection (a non-permissive initiator)`)
+          : fail('the client neither closed nor sent an FPDU');
+      }
+      const bad = m.fpdu.violations.find((v) => v.severity === 'reject');
+      if (bad) return fail(`${bad.clause}: ${bad.message} (the client did not switch to RDMAC MPA: CRCs and Markers)`);
+      if (m.ddp?.dv !== 0 || m.rv !== 0)
+        return fail(
+          `after a Rev 0 Reply the client sent ${describe(m)} at DDP version ${m.ddp?.dv}, RDMAP version ${m.rv} (0 due)`,
+        );
+      return pass(`the client went on in RDMAC mode: ${describe(m)} at DDP and RDMAP version 0`);
+    },
+  },
+  {
+    name: 'ddp.rev0.tagged-version-1',
+    clause: 'RFC 5041 §7.2, RDMAC DDP 1.0 §6.1',
+    title:
+      'At Rev 0 a tagged segment with DDP Version 1 (the IETF one): Tagged Buffer Error / Invalid DDP version (0x04)',
+    roles: both,
+    error: true,
+    skipIn: rev0Only,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.tagged(Opcode.RdmaWrite, UNKNOWN_STAG, 0n, new Uint8Array(16), { dv: 1 });
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x04], ulpdu: u });
+    },
+  },
+  {
+    name: 'ddp.rev0.untagged-version-1',
+    clause: 'RFC 5041 §7.2, RDMAC DDP 1.0 §6.1',
+    title:
+      'At Rev 0 an untagged segment with DDP Version 1 (the IETF one): Untagged Buffer Error / Invalid DDP version (0x06)',
+    roles: both,
+    error: true,
+    skipIn: rev0Only,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(16), { dv: 1 });
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [0x06], ulpdu: u });
+    },
+  },
+  {
+    name: 'rdmap.rev0.version-1',
+    clause: 'RFC 5040 §7.2',
+    title: 'At Rev 0 a Send with RDMAP Version 1 (the IETF one): Remote Operation Error / Invalid RDMAP version (0x05)',
+    roles: both,
+    error: true,
+    skipIn: rev0Only,
+    async run(ctx) {
+      const p = await ready(ctx);
+      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { rv: 1 });
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x05], ulpdu: u });
+    },
+  },
   // ── RFC 5041 §7.2: tagged buffer errors ───────────────────────────────────────────────────────
   {
     name: 'ddp.tagged.invalid-stag',

@@ -38,3 +38,8 @@ export class ConformanceOverflowError extends ConformanceError {
 export class ConformanceProtocolError extends ConformanceError {
   readonly code = 'ERR_CONFORMANCE_PROTOCOL';
 }
+
+/** The target refused the kit's MPA Request with a Reply whose R bit is set (RFC 5044 §7.1). */
+export class ConformanceRejectedError extends ConformanceError {
+  readonly code = 'ERR_CONFORMANCE_REJECTED';
+}

@@ -47,7 +47,16 @@ function int(name: string, v: string | undefined, dflt: number, min: number, max
 
 export function kitMode(o: KitOptions): Mode {
   const rev = o.mpaRev === undefined ? 1 : Number(o.mpaRev);
-  if (rev !== 1 && rev !== 2) throw new ConformanceUsageError(`--mpa-rev must be 1 or 2 (got ${o.mpaRev})`);
+  if (rev !== 0 && rev !== 1 && rev !== 2)
+    throw new ConformanceUsageError(`--mpa-rev must be 0, 1 or 2 (got ${o.mpaRev})`);
+  if (rev === 0) {
+    // RFC 5044 Appendix C: the RDMAC MPA has Markers and CRCs on, with nothing to negotiate.
+    if (o.crc === false || o.markers === false)
+      throw new ConformanceUsageError(
+        '--mpa-rev 0 (RDMAC MPA) always has CRCs and Markers: drop --no-crc/--no-markers',
+      );
+    return { mpaRev: 0, crc: true, markers: true };
+  }
   return { mpaRev: rev, crc: o.crc ?? true, markers: o.markers ?? false };
 }
 

@@ -54,8 +54,9 @@ export function pingText(n: number, size: number): Uint8Array {
 }
 
 /**
- * Checks what the target sends: untagged MSNs run 1, 2, 3… per queue (RFC 5041 §5.1), RDMAP version 1
- * (RFC 5040 §4.1), CRC and Markers as agreed (RFC 5044 §4), no Terminate where the protocol goes on.
+ * Checks what the target sends: untagged MSNs run 1, 2, 3… per queue (RFC 5041 §5.1), DDP and RDMAP
+ * version 1 (0 at MPA Rev 0: RFC 5044 Appendix C), CRC and Markers as agreed (RFC 5044 §4), no
+ * Terminate where the protocol goes on.
  */
 export class RxCheck {
   private readonly expectedMsn = new Map<number, number>();
@@ -76,9 +77,12 @@ export class RxCheck {
     if (t) throw new ConformanceProtocolError(`the target sent a Terminate (${t.name}) where ${what} was due`);
     if (!m.ddp)
       throw new ConformanceProtocolError(`RFC 5041 §4: a ULPDU of ${m.fpdu.ulpduLength} octets has no DDP header`);
-    if (m.ddp.dv !== 1 && this.s.rev !== 0)
-      throw new ConformanceProtocolError(`RFC 5041 §4.2: DDP version ${m.ddp.dv} where 1 was due`);
-    if (m.rv !== 1) throw new ConformanceProtocolError(`RFC 5040 §4.1: RDMAP version ${m.rv} where 1 was due`);
+    const v = this.s.versions;
+    const rdmac = v.ddp === 0 ? ' (MPA Rev 0: the RDMAC profile, RFC 5044 Appendix C)' : '';
+    if (m.ddp.dv !== v.ddp)
+      throw new ConformanceProtocolError(`RFC 5041 §4.2: DDP version ${m.ddp.dv} where ${v.ddp} was due${rdmac}`);
+    if (m.rv !== v.rdmap)
+      throw new ConformanceProtocolError(`RFC 5040 §4.1: RDMAP version ${m.rv} where ${v.rdmap} was due${rdmac}`);
     if (!m.ddp.tagged) {
       const want = this.expectedMsn.get(m.ddp.qn) ?? 1;
       if (m.ddp.msn !== want)

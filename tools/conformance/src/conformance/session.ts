@@ -14,10 +14,18 @@ import {
   type MpaFrame,
   type MpaFrameFields,
 } from '../wire/mpa.js';
-import { decodeReadRequest, encodeRdmapControl, encodeReadRequest, type ReadRequestHeader } from '../wire/rdmap.js';
+import {
+  decodeReadRequest,
+  encodeRdmapControl,
+  encodeReadRequest,
+  IETF_VERSIONS,
+  RDMAC_VERSIONS,
+  type ReadRequestHeader,
+  type StreamVersions,
+} from '../wire/rdmap.js';
 import { type DecodedTerminate, decodeTerminate } from '../wire/terminate.js';
 import type { WireConn } from './conn.js';
-import { ConformanceProtocolError } from './errors.js';
+import { ConformanceProtocolError, ConformanceRejectedError } from './errors.js';
 import type { Mode } from './types.js';
 
 /** IRD/ORD the kit announces at Rev 2 (RFC 6581). */
@@ -85,6 +93,8 @@ export class KitSession {
   private readonly inbox: RxMessage[] = [];
   /** Next MSN the kit sends on each untagged queue (RFC 5041 §5.1: from 1). */
   readonly nextMsn = [1, 1, 1, 1];
+  /** DDP and RDMAP versions of this stream: 0 and 0 at MPA Rev 0 (RFC 5044 Appendix C), else 1 and 1. */
+  readonly versions: StreamVersions;
 
   constructor(
     readonly conn: WireConn,
@@ -100,6 +110,7 @@ export class KitSession {
     readonly peerFrame: MpaFrame,
   ) {
     this.reader = new FpduReader({ crc, markers: markersRx });
+    this.versions = rev === 0 ? RDMAC_VERSIONS : IETF_VERSIONS;
   }
 
   /** Client role: sends the MPA Request and reads the Reply. Rejects when the target refuses or closes. */
@@ -118,7 +129,9 @@ export class KitSession {
     });
     conn.write(request);
     const reply = await readMpaFrame(conn, 'reply', waitMs);
-    if (reply.reject) throw new ConformanceProtocolError(`the target rejected the connection (MPA Reply R=1)`);
+    if (reply.reject) throw new ConformanceRejectedError('the target rejected the connection (MPA Reply R=1)');
+    // RFC 5044 Appendix C: a Rev 0 Reply means the RDMAC profile, Markers and CRCs both ways.
+    if (reply.rev === 0) return new KitSession(conn, true, true, true, 0, waitMs, reply);
     const crc = (o.request?.crc ?? mode.crc) || reply.crc;
     return new KitSession(conn, crc, reply.markers, o.request?.markers ?? mode.markers, reply.rev, waitMs, reply);
   }
@@ -131,7 +144,7 @@ export class KitSession {
     o: { reply?: FrameOverrides; enhanced?: Partial<EnhancedSetup> } = {},
   ): Promise<KitSession> {
     const request = await readMpaFrame(conn, 'request', waitMs);
-    const rev = Math.min(request.rev, mode.mpaRev);
+    const rev = o.reply?.rev ?? Math.min(request.rev, mode.mpaRev);
     const crc = request.crc || mode.crc;
     // RFC 6581: a peer-to-peer Request is answered with one of the RTR types it offers.
     const q = enhancedOf(request);
@@ -156,7 +169,9 @@ export class KitSession {
       ...o.reply,
     });
     conn.write(reply);
-    const s = new KitSession(
+    // RFC 5044 Appendix C: a Rev 0 Reply means the RDMAC profile, Markers and CRCs both ways.
+    if (rev === 0) return new KitSession(conn, true, true, true, 0, waitMs, request);
+    return new KitSession(
       conn,
       (o.reply?.crc ?? crc) || request.crc,
       request.markers,
@@ -165,7 +180,6 @@ export class KitSession {
       waitMs,
       request,
     );
-    return s;
   }
 
   /** Sends one ULPDU as an FPDU (faults: the codec's fault-planting options). */
@@ -203,12 +217,12 @@ export class KitSession {
       {
         tagged: false,
         last: o.last ?? true,
-        rsvdUlp: rdmapControl(opcode, o.rv),
+        rsvdUlp: rdmapControl(opcode, o.rv ?? this.versions.rdmap),
         rsvdUlp2: o.invalidateStag ?? 0,
         qn,
         msn,
         mo: o.mo ?? 0,
-        ...(o.dv !== undefined ? { dv: o.dv } : {}),
+        dv: o.dv ?? this.versions.ddp,
       },
       payload,
     );
@@ -225,10 +239,10 @@ export class KitSession {
       {
         tagged: true,
         last: true,
-        rsvdUlp: rdmapControl(opcode, o.rv),
+        rsvdUlp: rdmapControl(opcode, o.rv ?? this.versions.rdmap),
         stag,
         to,
-        ...(o.dv !== undefined ? { dv: o.dv } : {}),
+        dv: o.dv ?? this.versions.ddp,
       },
       payload,
     );

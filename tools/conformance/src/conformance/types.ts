@@ -12,9 +12,12 @@ export type Role = 'client' | 'server';
 /** The application protocol the target runs. */
 export type App = 'rping' | 'perf';
 
-/** What the kit asks for in its MPA Request or Reply (RFC 5044 §7.1, RFC 6581). */
+/**
+ * What the kit asks for in its MPA Request or Reply (RFC 5044 §7.1, RFC 6581). Rev 0 is the RDMA
+ * Consortium profile (RFC 5044 Appendix C): Markers and CRCs always, DDP and RDMAP version 0.
+ */
 export interface Mode {
-  readonly mpaRev: 1 | 2;
+  readonly mpaRev: 0 | 1 | 2;
   readonly crc: boolean;
   readonly markers: boolean;
 }

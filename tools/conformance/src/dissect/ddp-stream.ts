@@ -6,7 +6,7 @@
  * (RFC 5040 §5.4). Every table here has a bound.
  */
 import { Opcode, opcodeName } from '../wire/constants.js';
-import { type DecodedSegment, decodeUlpdu } from '../wire/rdmap.js';
+import { type DecodedSegment, decodeUlpdu, IETF_VERSIONS, RDMAC_VERSIONS } from '../wire/rdmap.js';
 import { note, reject, type Violation, warn } from '../wire/violation.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
@@ -90,15 +90,12 @@ export class DdpStream {
     kind: 'segment' | 'fpdu' = 'segment',
   ): void {
     const d = this.dir(direction);
-    const decoded = decodeUlpdu(ulpdu);
+    const decoded = decodeUlpdu(ulpdu, this.options.rdmac ? RDMAC_VERSIONS : IETF_VERSIONS);
     if ('error' in decoded) {
       this.rec.event(this.conn, frame, direction, kind, `${prefix}${decoded.error.message}`, [...extra, decoded.error]);
       return;
     }
-    let own = decoded.violations;
-    if (this.options.rdmac && decoded.ddp.dv === 0 && decoded.rdmap.rv === 0)
-      own = own.filter((x) => x.code !== 'ddp-version' && x.code !== 'rdmap-version');
-    const v: Violation[] = [...extra, ...own];
+    const v: Violation[] = [...extra, ...decoded.violations];
     if (d.terminated)
       v.push(warn('rdmap-after-terminate', 'RFC 5040 §5.4', 'a DDP segment after this side sent a Terminate'));
     this.sequence(d, decoded, v);

@@ -213,7 +213,7 @@ export class MpaTcpConnection {
       this.readers.set(this.responder, new FpduReader(opt(agreed.markersToInitiator)));
       this.ddp = new DdpStream(this.rec, conn, {
         ordered: true,
-        rdmac: request.rev === 0 && d.frame.rev === 0,
+        rdmac: agreed.rdmac,
         gapBefore: (direction) => {
           const other = direction.startsWith(`${this.initiator} `) ? this.responder : this.initiator;
           return this.options.gap?.(other) ?? false;

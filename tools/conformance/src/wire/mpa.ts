@@ -189,8 +189,12 @@ export function decodeMpaFrame(bytes: Uint8Array, expect?: 'request' | 'reply'):
     violations.push(warn('mpa-res', 'RFC 5044 §7.1', `Res bits 0x${reserved.toString(16)} are not zero`));
   if (kind === 'request' && rejectBit)
     violations.push(warn('mpa-r-on-request', 'RFC 5044 §7.1', 'R bit set on a Request (reserved there)'));
-  if (rev !== 1 && rev !== 2)
-    violations.push(reject('mpa-rev', 'RFC 5044 §7.1', `Rev ${rev}: this MPA revision is neither 1 nor 2`));
+  if (rev === 0)
+    violations.push(
+      note('mpa-rev0', 'RFC 5044 Appendix C', 'Rev 0: the RDMA Consortium MPA (DDP and RDMAP version 0)'),
+    );
+  else if (rev !== 1 && rev !== 2)
+    violations.push(reject('mpa-rev', 'RFC 5044 §7.1', `Rev ${rev}: an MPA revision neither 0, 1 nor 2`));
   const privateData = bytes.slice(MPA_FRAME_HEADER_LENGTH, length);
   let enhanced: EnhancedSetup | undefined;
   let ulpData = privateData;
@@ -234,6 +238,8 @@ export interface MpaAgreement {
   readonly markersToResponder: boolean;
   /** Markers in FPDUs the responder sends: the initiator's M bit asked for them. */
   readonly markersToInitiator: boolean;
+  /** A Rev 0 Reply: the RDMA Consortium profile (RFC 5044 Appendix C), DDP and RDMAP version 0. */
+  readonly rdmac: boolean;
   readonly violations: readonly Violation[];
 }
 
@@ -256,10 +262,20 @@ export function mpaAgreement(request: MpaFrame, reply: MpaFrame): MpaAgreement {
         );
     }
   }
+  // RFC 5044 Appendix C: the RDMAC MPA negotiates nothing; Markers and CRCs are on both ways.
+  if (reply.rev === 0) {
+    for (const f of [request, reply])
+      if (f.rev === 0 && !(f.markers && f.crc))
+        violations.push(
+          warn('mpa-rev0-bits', 'RFC 5044 Appendix C', `a Rev 0 ${f.kind} with M or C clear: RDMAC MPA has both on`),
+        );
+    return { crc: true, markersToResponder: true, markersToInitiator: true, rdmac: true, violations };
+  }
   return {
     crc: request.crc || reply.crc,
     markersToResponder: reply.markers,
     markersToInitiator: request.markers,
+    rdmac: false,
     violations,
   };
 }

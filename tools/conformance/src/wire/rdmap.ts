@@ -221,10 +221,26 @@ function singleSegment(op: number): boolean {
 }
 
 /**
- * Decodes one DDP segment carrying RDMAP and flags what a receiver must reject in it, each with its
- * clause. `error` when the ULPDU is too short to hold a DDP header (RFC 5041 §4).
+ * The DDP and RDMAP versions a stream speaks: 1 and 1 (RFC 5041 §4.2, RFC 5040 §4.1), or 0 and 0 on an
+ * MPA Rev 0 connection (the RDMA Consortium profile, RFC 5044 Appendix C; RDMAC DDP 1.0 §6.1).
  */
-export function decodeUlpdu(bytes: Uint8Array): DecodedSegment | { readonly error: Violation } {
+export interface StreamVersions {
+  readonly ddp: number;
+  readonly rdmap: number;
+}
+
+export const IETF_VERSIONS: StreamVersions = { ddp: DDP_VERSION, rdmap: RDMAP_VERSION };
+export const RDMAC_VERSIONS: StreamVersions = { ddp: 0, rdmap: 0 };
+
+/**
+ * Decodes one DDP segment carrying RDMAP and flags what a receiver must reject in it, each with its
+ * clause. `error` when the ULPDU is too short to hold a DDP header (RFC 5041 §4). `versions`: what
+ * the stream speaks (IETF by default).
+ */
+export function decodeUlpdu(
+  bytes: Uint8Array,
+  versions: StreamVersions = IETF_VERSIONS,
+): DecodedSegment | { readonly error: Violation } {
   const ddp = decodeDdpHeader(bytes);
   if (!ddp)
     return {
@@ -240,18 +256,23 @@ export function decodeUlpdu(bytes: Uint8Array): DecodedSegment | { readonly erro
   const c = decodeRdmapControl(ddp.rsvdUlp);
   const op = c.opcode;
   const v: Violation[] = [];
-  if (ddp.dv !== DDP_VERSION)
+  const rdmac = versions.ddp === 0 ? ' (MPA Rev 0: RDMAC DDP 1.0 §6.1)' : '';
+  if (ddp.dv !== versions.ddp)
     v.push(
       reject(
         'ddp-version',
         'RFC 5041 §4.2, §7.2',
-        `DDP version ${ddp.dv}, not 1 (Terminate: ${ddp.tagged ? 'Tagged' : 'Untagged'} Buffer Error, Invalid DDP version)`,
+        `DDP version ${ddp.dv}, not ${versions.ddp}${rdmac} (Terminate: ${ddp.tagged ? 'Tagged' : 'Untagged'} Buffer Error, Invalid DDP version)`,
       ),
     );
   if (ddp.rsvd !== 0) v.push(warn('ddp-reserved', 'RFC 5041 §4.2', `DDP reserved bits 0x${ddp.rsvd.toString(16)}`));
-  if (c.rv !== RDMAP_VERSION)
+  if (c.rv !== versions.rdmap)
     v.push(
-      reject('rdmap-version', 'RFC 5040 §4.1, §4.8', `RDMA version ${c.rv}, not 1 (Terminate: Invalid RDMAP version)`),
+      reject(
+        'rdmap-version',
+        'RFC 5040 §4.1, §7.2',
+        `RDMA version ${c.rv}, not ${versions.rdmap}${versions.rdmap === 0 ? ' (MPA Rev 0: the RDMAC profile)' : ''} (Terminate: Remote Operation Error, Invalid RDMAP version)`,
+      ),
     );
   if (c.rsvd !== 0) v.push(warn('rdmap-reserved', 'RFC 5040 §4.1', `RDMAP reserved bits ${c.rsvd}`));
   if (op > Opcode.AtomicResponse)
