@@ -2,7 +2,7 @@
  * The public shape of @rddp/ddp: what RDMAP (and users) program against.
  * Section numbers are RFC 5041's unless said otherwise.
  */
-import type { LlpStream, Ulpdu } from '@rddp/llp';
+import { codesByKey, type LlpStream, type Ulpdu } from '@rddp/llp';
 import type { Observable } from 'rxjs';
 import type { DdpStream } from './stream.js';
 
@@ -74,24 +74,60 @@ export interface MemoryRegion {
 export const DdpErrorType = { LocalCatastrophic: 0, TaggedBuffer: 1, UntaggedBuffer: 2, Llp: 3 } as const;
 export type DdpErrorType = (typeof DdpErrorType)[keyof typeof DdpErrorType];
 
+/** §7.2's name of each Error Type (type 3 is reserved for the LLP). */
+export const DDP_ERROR_TYPE_NAMES: Readonly<Record<DdpErrorType, string>> = {
+  0: 'Local Catastrophic',
+  1: 'Tagged Buffer Error',
+  2: 'Untagged Buffer Error',
+  3: 'Reserved for the use by the LLP',
+};
+
+/**
+ * One row of §7.2's table: Error Type, Error Code, the code's name in `TaggedErrorCode` or
+ * `UntaggedErrorCode`, and Description.
+ */
+export interface DdpErrorInfo {
+  readonly type: DdpErrorType;
+  readonly code: number;
+  readonly key: string;
+  readonly description: string;
+}
+
+const TAGGED = DdpErrorType.TaggedBuffer;
+const UNTAGGED = DdpErrorType.UntaggedBuffer;
+const DDP_ERROR_ROWS = [
+  { type: DdpErrorType.LocalCatastrophic, code: 0x00, key: 'LocalCatastrophic', description: 'Local Catastrophic' },
+  { type: TAGGED, code: 0x00, key: 'InvalidStag', description: 'Invalid STag' },
+  { type: TAGGED, code: 0x01, key: 'BaseOrBoundsViolation', description: 'Base or bounds violation' },
+  { type: TAGGED, code: 0x02, key: 'StagNotAssociatedWithStream', description: 'STag not associated with DDP Stream' },
+  { type: TAGGED, code: 0x03, key: 'ToWrap', description: 'TO wrap' },
+  { type: TAGGED, code: 0x04, key: 'InvalidDdpVersion', description: 'Invalid DDP version' },
+  { type: UNTAGGED, code: 0x01, key: 'InvalidQn', description: 'Invalid QN' },
+  { type: UNTAGGED, code: 0x02, key: 'InvalidMsnNoBufferAvailable', description: 'Invalid MSN - no buffer available' },
+  { type: UNTAGGED, code: 0x03, key: 'InvalidMsnRangeNotValid', description: 'Invalid MSN - MSN range is not valid' },
+  { type: UNTAGGED, code: 0x04, key: 'InvalidMo', description: 'Invalid MO' },
+  { type: UNTAGGED, code: 0x05, key: 'MessageTooLong', description: 'DDP Message too long for available buffer' },
+  { type: UNTAGGED, code: 0x06, key: 'InvalidDdpVersion', description: 'Invalid DDP version' },
+] as const satisfies readonly DdpErrorInfo[];
+
+/** §7.2's table: every error DDP reports to the ULP, and what a Terminate's DDP layer carries (RFC 5040 Figure 9). */
+export const DDP_ERRORS: readonly DdpErrorInfo[] = DDP_ERROR_ROWS;
+
+/** §7.2's Description of an Error Type and Error Code, or undefined for a pair the table does not list. */
+export function ddpErrorDescription(type: number, code: number): string | undefined {
+  return DDP_ERRORS.find((e) => e.type === type && e.code === code)?.description;
+}
+
+/** The §7.2 rows of one Error Type. */
+function errorsOf<T extends DdpErrorType>(type: T) {
+  return DDP_ERROR_ROWS.filter((e): e is Extract<(typeof DDP_ERROR_ROWS)[number], { type: T }> => e.type === type);
+}
+
 /** §7.2 error codes for the Tagged Buffer Model (type 1). */
-export const TaggedErrorCode = {
-  InvalidStag: 0x00,
-  BaseOrBoundsViolation: 0x01,
-  StagNotAssociatedWithStream: 0x02,
-  ToWrap: 0x03,
-  InvalidDdpVersion: 0x04,
-} as const;
+export const TaggedErrorCode = codesByKey(errorsOf(TAGGED), 'code');
 
 /** §7.2 error codes for the Untagged Buffer Model (type 2). */
-export const UntaggedErrorCode = {
-  InvalidQn: 0x01,
-  InvalidMsnNoBufferAvailable: 0x02,
-  InvalidMsnRangeNotValid: 0x03,
-  InvalidMo: 0x04,
-  MessageTooLong: 0x05,
-  InvalidDdpVersion: 0x06,
-} as const;
+export const UntaggedErrorCode = codesByKey(errorsOf(UNTAGGED), 'code');
 
 /** A DDP-detected error on an incoming segment (§7.1): nothing of the segment was placed. */
 export interface DdpErrorEvent {

@@ -13,6 +13,7 @@ import {
   type DatagramHeader,
   DatagramType,
   datagramParts,
+  datagramTypeInfo,
   encodeAbortBody,
   type ParsedDatagram,
   parseDatagram,
@@ -255,13 +256,9 @@ export class Endpoint {
       return;
     }
     this.stats.unknownConnection++;
-    // Like a TCP RST to a segment of no connection: tell the sender, unless that could loop or is pointless.
-    if (
-      h.type === DatagramType.Data ||
-      h.type === DatagramType.Probe ||
-      h.type === DatagramType.Fin ||
-      h.type === DatagramType.Keepalive
-    )
-      this.answerUnknown(d, from);
+    // Like a TCP RST to a segment of no connection: tell the sender, unless the datagram is an answer (that
+    // could loop) or belongs to a setup (pointless): DATA, PROBE, FIN and KEEPALIVE.
+    const info = datagramTypeInfo(h.type);
+    if (info?.from === 'either' && info.answers.length === 0) this.answerUnknown(d, from);
   }
 }

@@ -13,7 +13,7 @@ import {
   LlpTimeoutError,
   type SendCallback,
 } from '@rddp/llp';
-import { seqAfter } from './wire.js';
+import { describeAbortCode, seqAfter } from './wire.js';
 
 /** What a stream needs from its connection. */
 export interface StreamHost {
@@ -192,7 +192,7 @@ export class UdpStream extends BaseLlpStream {
     this.finish({
       graceful: false,
       initiator: 'remote',
-      error: new ConnectionAbortedError(`the UDP peer aborted stream ${this.id} (ABORT code ${code})`),
+      error: new ConnectionAbortedError(`the UDP peer aborted stream ${this.id} (${describeAbortCode(code)})`),
     });
   }
 

@@ -47,6 +47,7 @@ import {
   decodeAbortBody,
   decodeCookieEchoBody,
   decodeSetupBody,
+  describeAbortCode,
   encodeAbortBody,
   encodeCookieEchoBody,
   encodeSetupBody,
@@ -206,9 +207,7 @@ class UdpTransport implements LlpTransport {
           }
           fail(
             new ConnectionRefusedError(
-              code === AbortCode.ResourceLimit
-                ? `the UDP peer at ${host}:${port} is at its connection limit (ABORT code 5)`
-                : `the UDP peer at ${host}:${port} refused the connection (ABORT code ${code})`,
+              `the UDP peer at ${host}:${port} refused the connection (${describeAbortCode(code)})`,
             ),
           );
           return;

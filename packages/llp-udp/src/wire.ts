@@ -17,6 +17,7 @@
  *  +---------------------------------------------------------------+
  */
 import { crc32c } from '@node-rs/crc32';
+import { codesByKey } from '@rddp/llp';
 
 export const UDP_LLP_VERSION = 1;
 export const HEADER_LENGTH = 16;
@@ -38,54 +39,101 @@ export const COOKIE_TIMESTAMP_LENGTH = 4;
 export const COOKIE_MAC_LENGTH = 12;
 export const COOKIE_LENGTH = COOKIE_TIMESTAMP_LENGTH + COOKIE_MAC_LENGTH;
 
-export const DatagramType = {
-  /** Initiator → listener: asks for a connection (setup body, private data). */
-  Request: 1,
-  /** Responder → initiator: the connection exists (setup body with the agreed values, private data). */
-  Accept: 2,
-  /** Responder → initiator: the responder's ULP refused (setup body, private data). */
-  Reject: 3,
-  /** One ULPDU on one stream; Sequence number counts this stream's DATA datagrams from 1. */
-  Data: 4,
-  /** Receive-window update: Sequence number = highest DATA sequence number the receiver consumed. */
-  Ack: 5,
-  /** Sender blocked on the window asks for an Ack; Sequence number = highest DATA sequence number sent. */
-  Probe: 6,
-  /** Graceful close of one stream (best effort, resent until answered); Sequence number = highest DATA sent. */
-  Fin: 7,
-  /** The answer to a FIN, in any state; never answered itself. */
-  FinAck: 8,
-  /** Abortive close of one stream, or of all with Stream id 0xffff; body: a 16-bit reason code. Sent once. */
-  Abort: 9,
-  /**
-   * Responder → initiator, the answer to a REQUEST: a state cookie (RFC 4960 §5.1.3's INIT ACK). The
-   * responder keeps nothing; Source connection id 0.
-   */
-  Cookie: 10,
-  /** Initiator → listener: the cookie and the REQUEST's setup body again (RFC 4960 §5.1 COOKIE ECHO). */
-  CookieEcho: 11,
-  /** Nothing to say: keeps the peer's idle timer from expiring the connection. Never answered. */
-  Keepalive: 12,
-} as const;
+/**
+ * One datagram type: its Type value, its name in `DatagramType` and in docs/UDP-LLP.md, who sends it and
+ * what it answers.
+ */
+export interface DatagramTypeInfo {
+  readonly code: number;
+  readonly key: string;
+  readonly name: string;
+  /** The initiator or the responder of a setup, or either end of a connection. */
+  readonly from: 'initiator' | 'responder' | 'either';
+  /** The types (`DatagramType` names) it answers; empty when it is sent unasked. */
+  readonly answers: readonly string[];
+}
+
+const DATAGRAM_TYPE_ROWS = [
+  // Asks for a connection (setup body, private data).
+  { code: 1, key: 'Request', name: 'REQUEST', from: 'initiator', answers: [] },
+  // The connection exists (setup body with the agreed values, private data).
+  { code: 2, key: 'Accept', name: 'ACCEPT', from: 'responder', answers: ['CookieEcho'] },
+  // The responder's ULP refused (setup body, private data).
+  { code: 3, key: 'Reject', name: 'REJECT', from: 'responder', answers: ['CookieEcho'] },
+  // One ULPDU on one stream; Sequence number counts this stream's DATA datagrams from 1.
+  { code: 4, key: 'Data', name: 'DATA', from: 'either', answers: [] },
+  // Receive-window update: Sequence number = highest DATA sequence number the receiver consumed.
+  { code: 5, key: 'Ack', name: 'ACK', from: 'either', answers: ['Data', 'Probe'] },
+  // Sender blocked on the window asks for an Ack; Sequence number = highest DATA sequence number sent.
+  { code: 6, key: 'Probe', name: 'PROBE', from: 'either', answers: [] },
+  // Graceful close of one stream (best effort, resent until answered); Sequence number = highest DATA sent.
+  { code: 7, key: 'Fin', name: 'FIN', from: 'either', answers: [] },
+  // The answer to a FIN, in any state; never answered itself.
+  { code: 8, key: 'FinAck', name: 'FIN_ACK', from: 'either', answers: ['Fin'] },
+  // Abortive close of one stream, or of all with Stream id 0xffff; body: an `AbortCode`. Sent once, never
+  // answered. Unasked (codes 0, 6), or refusing a setup datagram (2–5) or one of no connection known (1).
+  {
+    code: 9,
+    key: 'Abort',
+    name: 'ABORT',
+    from: 'either',
+    answers: ['Request', 'Accept', 'CookieEcho', 'Data', 'Probe', 'Fin', 'Keepalive'],
+  },
+  // A state cookie (RFC 4960 §5.1.3's INIT ACK). The responder keeps nothing; Source connection id 0.
+  { code: 10, key: 'Cookie', name: 'COOKIE', from: 'responder', answers: ['Request'] },
+  // The cookie and the REQUEST's setup body again (RFC 4960 §5.1 COOKIE ECHO).
+  { code: 11, key: 'CookieEcho', name: 'COOKIE_ECHO', from: 'initiator', answers: ['Cookie'] },
+  // Nothing to say: keeps the peer's idle timer from expiring the connection. Never answered.
+  { code: 12, key: 'Keepalive', name: 'KEEPALIVE', from: 'either', answers: [] },
+] as const satisfies readonly DatagramTypeInfo[];
+
+/** The datagram types (docs/UDP-LLP.md "Wire format"), in Type order from 1. */
+export const DATAGRAM_TYPES: readonly DatagramTypeInfo[] = DATAGRAM_TYPE_ROWS;
+
+/** The Type field's values. */
+export const DatagramType = codesByKey(DATAGRAM_TYPE_ROWS, 'code');
 export type DatagramType = (typeof DatagramType)[keyof typeof DatagramType];
 
+/** The row of a Type value, or undefined for 0 and 13–15. */
+export function datagramTypeInfo(type: number): DatagramTypeInfo | undefined {
+  return DATAGRAM_TYPES[type - 1];
+}
+
+/** One reason code of an ABORT body: its value, its name in `AbortCode`, and the reason it gives. */
+export interface AbortCodeInfo {
+  readonly code: number;
+  readonly key: string;
+  readonly reason: string;
+}
+
+const ABORT_CODE_ROWS = [
+  // The peer's ULP aborted.
+  { code: 0, key: 'User', reason: 'user abort' },
+  // The datagram named a connection the sender of the ABORT does not know (any more).
+  { code: 1, key: 'UnknownConnection', reason: 'unknown connection' },
+  // A REQUEST reached a socket that does not accept connections (any more).
+  { code: 2, key: 'NotListening', reason: 'not listening' },
+  // The peer broke this wire format (bad setup body, bad stream id).
+  { code: 3, key: 'Protocol', reason: 'protocol violation' },
+  // A COOKIE_ECHO whose cookie is authentic but too old (RFC 4960 §3.3.10.3): send REQUEST again.
+  { code: 4, key: 'StaleCookie', reason: 'stale cookie' },
+  // The listener is at a limit (connections, pending setups): refused, as a TCP RST would be.
+  { code: 5, key: 'ResourceLimit', reason: 'resource limit' },
+  // The connection heard nothing from its peer for its idle timeout and ended.
+  { code: 6, key: 'IdleTimeout', reason: 'idle timeout' },
+] as const satisfies readonly AbortCodeInfo[];
+
+/** The reason codes of an ABORT body. */
+export const ABORT_CODES: readonly AbortCodeInfo[] = ABORT_CODE_ROWS;
+
 /** Reason codes in an ABORT body. */
-export const AbortCode = {
-  /** The peer's ULP aborted. */
-  User: 0,
-  /** The datagram named a connection the sender of the ABORT does not know (any more). */
-  UnknownConnection: 1,
-  /** A REQUEST reached a socket that does not accept connections (any more). */
-  NotListening: 2,
-  /** The peer broke this wire format (bad setup body, bad stream id). */
-  Protocol: 3,
-  /** A COOKIE_ECHO whose cookie is authentic but too old (RFC 4960 §3.3.10.3): send REQUEST again. */
-  StaleCookie: 4,
-  /** The listener is at a limit (connections, pending setups): refused, as a TCP RST would be. */
-  ResourceLimit: 5,
-  /** The connection heard nothing from its peer for its idle timeout and ended. */
-  IdleTimeout: 6,
-} as const;
+export const AbortCode = codesByKey(ABORT_CODE_ROWS, 'code');
+
+/** "ABORT code N: reason", for the errors an ABORT ends something with (an unknown code: its number only). */
+export function describeAbortCode(code: number): string {
+  const reason = ABORT_CODES.find((c) => c.code === code)?.reason;
+  return reason === undefined ? `ABORT code ${code}` : `ABORT code ${code}: ${reason}`;
+}
 
 export interface DatagramHeader {
   readonly type: number;

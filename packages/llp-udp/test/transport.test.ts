@@ -11,6 +11,7 @@ import {
   AbortCode,
   COOKIE_LENGTH,
   CRC_LENGTH,
+  DATAGRAM_TYPES,
   DatagramType,
   decodeSetupBody,
   encodeSetupBody,
@@ -421,6 +422,78 @@ describe('UDP LLP wire format seen by a hand-driven peer', () => {
     const ab = await r.next(DatagramType.Abort);
     expect(ab.d.header).toMatchObject({ dst: 17, src: 4242, streamId: 3 });
     expect([...ab.d.body]).toEqual([0, AbortCode.UnknownConnection]);
+    await listener.close();
+  });
+
+  it('of every type naming an unknown connection, only DATA, PROBE, FIN and KEEPALIVE are answered (ABORT code 1)', async () => {
+    // docs/UDP-LLP.md "Wire format": the types; answers and setup datagrams are never answered with ABORT.
+    expect(DATAGRAM_TYPES.map((t) => [t.code, t.name])).toEqual(
+      [
+        'REQUEST',
+        'ACCEPT',
+        'REJECT',
+        'DATA',
+        'ACK',
+        'PROBE',
+        'FIN',
+        'FIN_ACK',
+        'ABORT',
+        'COOKIE',
+        'COOKIE_ECHO',
+        'KEEPALIVE',
+      ].map((name, i) => [i + 1, name]),
+    );
+    const t = udp(fast);
+    const listener = await t.listen({ host: '127.0.0.1', port: 0 });
+    const port = listener.address.port as number;
+    const r = await raw();
+    for (let type = 1; type <= 12; type++)
+      await r.send({ type, crc: true, streamId: type, dst: 4242, src: 17, seq: 1 }, [pattern(2)], port);
+    const last = { type: DatagramType.Data, crc: true, streamId: 99, dst: 4242, src: 17, seq: 1 };
+    await r.send(last, [pattern(2)], port);
+    const answered: number[] = [];
+    for (let id = 0; id !== 99; ) {
+      const ab = await r.next(DatagramType.Abort);
+      expect([...ab.d.body]).toEqual([0, AbortCode.UnknownConnection]);
+      id = ab.d.header.streamId;
+      answered.push(id);
+    }
+    expect(answered).toEqual([DatagramType.Data, DatagramType.Probe, DatagramType.Fin, DatagramType.Keepalive, 99]);
+    await listener.close();
+  });
+
+  it("an ABORT's reason code is named in the error it ends a connect or a stream with", async () => {
+    // A responder that refuses the REQUEST with ABORT code 3.
+    const r = await raw();
+    const connecting = udp(fast).connect({ host: '127.0.0.1', port: r.port });
+    const req = await r.next(DatagramType.Request);
+    await r.send(
+      { type: DatagramType.Abort, crc: true, streamId: 0, dst: req.d.header.src, src: 0, seq: 0 },
+      [Buffer.of(0, AbortCode.Protocol)],
+      req.from.port,
+    );
+    await expect(connecting).rejects.toMatchObject({
+      code: 'ERR_LLP_CONNECTION_REFUSED',
+      message: expect.stringContaining('(ABORT code 3: protocol violation)'),
+    });
+    // An initiator that aborts stream 0 of its connection with ABORT code 6.
+    const listener = await udp(fast).listen({ host: '127.0.0.1', port: 0 });
+    const accepted = firstValueFrom(listener.connections$);
+    const port = listener.address.port as number;
+    const setup = encodeSetupBody({ streams: 1, datagramSize: 1400, window: 8, crc: true, privateData: pattern(0) });
+    const acc = await r.handshake(port, 0x1234, setup);
+    const b = await accepted;
+    open.push(b);
+    const ended = firstValueFrom((b.streams[0] as LlpStream).closed$);
+    await r.send(
+      { type: DatagramType.Abort, crc: true, streamId: 0, dst: acc.header.src, src: 0x1234, seq: 0 },
+      [Buffer.of(0, AbortCode.IdleTimeout)],
+      port,
+    );
+    expect((await ended).error).toMatchObject({
+      code: 'ERR_LLP_CONNECTION_ABORTED',
+      message: 'the UDP peer aborted stream 0 (ABORT code 6: idle timeout)',
+    });
     await listener.close();
   });
 });

@@ -122,3 +122,14 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * The `{ Key: value }` object of a protocol's code table, as an `as const` literal of its names would be:
+ * each row's `key` names its `field`, in row order. Lets the table's rows be the one source of the codes.
+ */
+export function codesByKey<
+  const F extends string,
+  const R extends readonly ({ readonly key: string } & { readonly [P in F]: number })[],
+>(rows: R, field: F): { readonly [Row in R[number] as Row['key']]: Row[F] } {
+  return Object.freeze(Object.fromEntries(rows.map((r) => [r.key, r[field]]))) as never;
+}

@@ -3,19 +3,7 @@
  * untagged queues (§3.1) and the RDMAP Version per profile (§4.1 bits 24–25).
  */
 import type { DdpProfile } from '@rddp/ddp';
-
-/** RDMA OpCode, 4 bits (RFC 5040 §4.1 Figure 4). 1000b–1111b are reserved. */
-export const RdmapOpcode = {
-  RdmaWrite: 0b0000,
-  RdmaReadRequest: 0b0001,
-  RdmaReadResponse: 0b0010,
-  Send: 0b0011,
-  SendWithInvalidate: 0b0100,
-  SendWithSolicitedEvent: 0b0101,
-  SendWithSolicitedEventAndInvalidate: 0b0110,
-  Terminate: 0b0111,
-} as const;
-export type RdmapOpcode = (typeof RdmapOpcode)[keyof typeof RdmapOpcode];
+import { codesByKey } from '@rddp/llp';
 
 /** Untagged Queue Numbers RDMAP uses (RFC 5040 §3.1). */
 export const RdmapQueue = {
@@ -33,18 +21,6 @@ export const RDMAP_QUEUE_COUNT = 3;
 /** RDMA Version (RV): 01b for RFC 5040, 00b for the RDMA Consortium specification (RFC 5040 §4.1). */
 export type RdmapVersion = 0 | 1;
 export const RDMAP_VERSION: Readonly<Record<DdpProfile, RdmapVersion>> = { ietf: 1, rdmac: 0 };
-
-/**
- * RDMA OpCodes RFC 7306 assigns from the range RFC 5040 reserved (RFC 7306 §4.1 table; IANA "RDMAP
- * Message Operation Codes"). Used only on a stream that enabled the extension (`extensions` option).
- */
-export const ExtensionOpcode = {
-  ImmediateData: 0b1000,
-  ImmediateDataWithSolicitedEvent: 0b1001,
-  AtomicRequest: 0b1010,
-  AtomicResponse: 0b1011,
-} as const;
-export type ExtensionOpcode = (typeof ExtensionOpcode)[keyof typeof ExtensionOpcode];
 
 /**
  * The untagged queue RFC 7306 adds (IANA "RDMAP DDP Untagged Queue Numbers"): the requester's Atomic
@@ -75,6 +51,8 @@ export type RdmapReceiveHandler =
  */
 export interface OpcodeInfo {
   readonly opcode: number;
+  /** The opcode's name in `RdmapOpcode` (RFC 5040) or `ExtensionOpcode` (RFC 7306). */
+  readonly key: string;
   /** The message type's name in the RFCs' words. */
   readonly name: string;
   /** DDP Tagged flag (Figure 4): the tagged or the untagged buffer model. */
@@ -105,8 +83,9 @@ export type ExtensionOpcodeInfo = OpcodeInfo & {
   readonly headerLength: number;
 };
 
-const row = (
-  opcode: number,
+const row = <const C extends number, const K extends string>(
+  opcode: C,
+  key: K,
   name: string,
   ddp: 'tagged' | 'untagged',
   qn: number | undefined,
@@ -115,8 +94,9 @@ const row = (
   more: Partial<
     Pick<OpcodeInfo, 'invalidateStag' | 'ulpPayload' | 'solicitedEvent' | 'extension' | 'headerLength'>
   > = {},
-): OpcodeInfo => ({
+): OpcodeInfo & { readonly opcode: C; readonly key: K } => ({
   opcode,
+  key,
   name,
   tagged: ddp === 'tagged',
   qn,
@@ -131,22 +111,23 @@ const row = (
 
 const Q = RdmapQueue;
 const send = { ulpPayload: true } as const;
-/** RFC 5040 Figure 4 / Figure 5 and RFC 7306 §4.1, indexed by opcode (1100b–1111b are reserved). */
-export const RDMAP_OPCODES: readonly OpcodeInfo[] = [
-  row(RdmapOpcode.RdmaWrite, 'RDMA Write', 'tagged', undefined, 'none', 'write', send),
-  row(RdmapOpcode.RdmaReadRequest, 'RDMA Read Request', 'untagged', Q.ReadRequest, 'read-request', 'read-request'),
-  row(RdmapOpcode.RdmaReadResponse, 'RDMA Read Response', 'tagged', undefined, 'none', 'read-response', send),
-  row(RdmapOpcode.Send, 'Send', 'untagged', Q.Send, 'none', 'send', send),
-  row(RdmapOpcode.SendWithInvalidate, 'Send with Invalidate', 'untagged', Q.Send, 'none', 'send', {
+/** RFC 5040 Figure 4 / Figure 5, indexed by opcode. */
+const RFC5040_ROWS = [
+  row(0b0000, 'RdmaWrite', 'RDMA Write', 'tagged', undefined, 'none', 'write', send),
+  row(0b0001, 'RdmaReadRequest', 'RDMA Read Request', 'untagged', Q.ReadRequest, 'read-request', 'read-request'),
+  row(0b0010, 'RdmaReadResponse', 'RDMA Read Response', 'tagged', undefined, 'none', 'read-response', send),
+  row(0b0011, 'Send', 'Send', 'untagged', Q.Send, 'none', 'send', send),
+  row(0b0100, 'SendWithInvalidate', 'Send with Invalidate', 'untagged', Q.Send, 'none', 'send', {
     ...send,
     invalidateStag: true,
   }),
-  row(RdmapOpcode.SendWithSolicitedEvent, 'Send with SE', 'untagged', Q.Send, 'none', 'send', {
+  row(0b0101, 'SendWithSolicitedEvent', 'Send with SE', 'untagged', Q.Send, 'none', 'send', {
     ...send,
     solicitedEvent: true,
   }),
   row(
-    RdmapOpcode.SendWithSolicitedEventAndInvalidate,
+    0b0110,
+    'SendWithSolicitedEventAndInvalidate',
     'Send with SE and Invalidate',
     'untagged',
     Q.Send,
@@ -158,13 +139,17 @@ export const RDMAP_OPCODES: readonly OpcodeInfo[] = [
       solicitedEvent: true,
     },
   ),
-  row(RdmapOpcode.Terminate, 'Terminate', 'untagged', Q.Terminate, 'terminate', 'terminate'),
-  row(ExtensionOpcode.ImmediateData, 'Immediate Data', 'untagged', Q.Send, 'immediate-data', 'immediate-data', {
+  row(0b0111, 'Terminate', 'Terminate', 'untagged', Q.Terminate, 'terminate', 'terminate'),
+] as const;
+/** RFC 7306 §4.1, from opcode 1000b on. */
+const RFC7306_ROWS = [
+  row(0b1000, 'ImmediateData', 'Immediate Data', 'untagged', Q.Send, 'immediate-data', 'immediate-data', {
     extension: 'immediate',
     headerLength: 8,
   }),
   row(
-    ExtensionOpcode.ImmediateDataWithSolicitedEvent,
+    0b1001,
+    'ImmediateDataWithSolicitedEvent',
     'Immediate Data with SE',
     'untagged',
     Q.Send,
@@ -172,12 +157,13 @@ export const RDMAP_OPCODES: readonly OpcodeInfo[] = [
     'immediate-data',
     { extension: 'immediate', headerLength: 8, solicitedEvent: true },
   ),
-  row(ExtensionOpcode.AtomicRequest, 'Atomic Request', 'untagged', Q.ReadRequest, 'atomic-request', 'atomic-request', {
+  row(0b1010, 'AtomicRequest', 'Atomic Request', 'untagged', Q.ReadRequest, 'atomic-request', 'atomic-request', {
     extension: 'atomics',
     headerLength: 52,
   }),
   row(
-    ExtensionOpcode.AtomicResponse,
+    0b1011,
+    'AtomicResponse',
     'Atomic Response',
     'untagged',
     ATOMIC_RESPONSE_QUEUE,
@@ -185,12 +171,25 @@ export const RDMAP_OPCODES: readonly OpcodeInfo[] = [
     'atomic-response',
     { extension: 'atomics', headerLength: 12 },
   ),
-];
+] as const;
 
+/** RDMA OpCode, 4 bits (RFC 5040 §4.1 Figure 4). 1000b–1111b are reserved. */
+export const RdmapOpcode = codesByKey(RFC5040_ROWS, 'opcode');
+export type RdmapOpcode = (typeof RdmapOpcode)[keyof typeof RdmapOpcode];
+
+/**
+ * RDMA OpCodes RFC 7306 assigns from the range RFC 5040 reserved (RFC 7306 §4.1 table; IANA "RDMAP
+ * Message Operation Codes"). Used only on a stream that enabled the extension (`extensions` option).
+ */
+export const ExtensionOpcode = codesByKey(RFC7306_ROWS, 'opcode');
+export type ExtensionOpcode = (typeof ExtensionOpcode)[keyof typeof ExtensionOpcode];
+
+/** RFC 5040 Figure 4 / Figure 5 and RFC 7306 §4.1, indexed by opcode (1100b–1111b are reserved). */
+export const RDMAP_OPCODES: readonly OpcodeInfo[] = [...RFC5040_ROWS, ...RFC7306_ROWS];
 /** RFC 5040's rows (opcodes 0000b–0111b). */
-export const OPCODES: readonly OpcodeInfo[] = RDMAP_OPCODES.slice(0, 8);
+export const OPCODES: readonly OpcodeInfo[] = RFC5040_ROWS;
 /** RFC 7306's rows (opcodes 1000b–1011b). */
-export const EXTENSION_OPCODES = RDMAP_OPCODES.slice(8) as readonly ExtensionOpcodeInfo[];
+export const EXTENSION_OPCODES = RFC7306_ROWS as readonly ExtensionOpcodeInfo[];
 
 /** The RFC 5040 row of a defined opcode, or undefined for 1000b–1111b. */
 export function opcodeInfo(opcode: number): OpcodeInfo | undefined {

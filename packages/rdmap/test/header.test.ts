@@ -4,12 +4,15 @@ import {
   decodeControl,
   decodeReadRequest,
   decodeUntaggedRsvdUlp,
+  EXTENSION_OPCODES,
+  ExtensionOpcode,
   encodeControl,
   encodeReadRequest,
   encodeUntaggedRsvdUlp,
   isSendOpcode,
   OPCODES,
   opcodeInfo,
+  RDMAP_OPCODES,
   RDMAP_VERSION,
   RdmapOpcode,
   RdmapQueue,
@@ -76,6 +79,27 @@ describe('RFC 5040 §4.1 Figure 4 and §4.2 Figure 5', () => {
       ['none', true],
       ['terminate', false],
     ]);
+  });
+
+  it('RFC 5040 Figure 4, RFC 7306 §4.1: RdmapOpcode and ExtensionOpcode are the opcode table rows, by name', () => {
+    expect(RDMAP_OPCODES.map((o) => [o.opcode, o.key, o.name])).toEqual([
+      [0b0000, 'RdmaWrite', 'RDMA Write'],
+      [0b0001, 'RdmaReadRequest', 'RDMA Read Request'],
+      [0b0010, 'RdmaReadResponse', 'RDMA Read Response'],
+      [0b0011, 'Send', 'Send'],
+      [0b0100, 'SendWithInvalidate', 'Send with Invalidate'],
+      [0b0101, 'SendWithSolicitedEvent', 'Send with SE'],
+      [0b0110, 'SendWithSolicitedEventAndInvalidate', 'Send with SE and Invalidate'],
+      [0b0111, 'Terminate', 'Terminate'],
+      [0b1000, 'ImmediateData', 'Immediate Data'],
+      [0b1001, 'ImmediateDataWithSolicitedEvent', 'Immediate Data with SE'],
+      [0b1010, 'AtomicRequest', 'Atomic Request'],
+      [0b1011, 'AtomicResponse', 'Atomic Response'],
+    ]);
+    for (const o of OPCODES) expect(RdmapOpcode[o.key as keyof typeof RdmapOpcode]).toBe(o.opcode);
+    for (const o of EXTENSION_OPCODES) expect(ExtensionOpcode[o.key as keyof typeof ExtensionOpcode]).toBe(o.opcode);
+    expect(Object.keys(RdmapOpcode)).toHaveLength(8);
+    expect(Object.keys(ExtensionOpcode)).toHaveLength(4);
   });
 
   it('RFC 5040 §3.1: QN 0 Sends, QN 1 Read Requests, QN 2 Terminate', () => {

@@ -5,8 +5,10 @@ import {
   describeTerminate,
   encodeTerminate,
   MAX_TERMINATE_HEADER_LENGTH,
+  RDMA_ERROR_CODES,
   RdmaErrorCode,
   RdmaErrorType,
+  rdmaErrorCodeName,
   TerminateFormatError,
   TerminateLayer,
   terminateFor,
@@ -188,6 +190,28 @@ describe('RFC 5040 Figure 9 Terminate Control Field values', () => {
     expect(TerminateLayer).toEqual({ Rdma: 0, Ddp: 1, Llp: 2 });
     expect(RdmaErrorType).toEqual({ LocalCatastrophic: 0, RemoteProtection: 1, RemoteOperation: 2 });
     expect(Object.values(RdmaErrorCode)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xff]);
+  });
+
+  it('RFC 5040 Figure 9: each RDMA-layer Error Code, its name and the Error Types it is defined under', () => {
+    const P = RdmaErrorType.RemoteProtection;
+    const O = RdmaErrorType.RemoteOperation;
+    expect(RDMA_ERROR_CODES.map((c) => [c.code, c.name, c.types])).toEqual([
+      [0x00, 'Invalid STag', [P]],
+      [0x01, 'Base or bounds violation', [P]],
+      [0x02, 'Access rights violation', [P]],
+      [0x03, 'STag not associated with RDMAP Stream', [P]],
+      [0x04, 'TO wrap', [P]],
+      [0x05, 'Invalid RDMAP version', [O]],
+      [0x06, 'Unexpected OpCode', [O]],
+      [0x07, 'Catastrophic error, localized to RDMAP Stream', [O]],
+      [0x08, 'Catastrophic error, global', [O]],
+      [0x09, 'STag cannot be Invalidated', [P, O]],
+      [0xff, 'Unspecified Error', [P, O]],
+    ]);
+    for (const c of RDMA_ERROR_CODES) expect(RdmaErrorCode[c.key as keyof typeof RdmaErrorCode]).toBe(c.code);
+    expect(rdmaErrorCodeName(O, 0x09)).toBe('STag cannot be Invalidated');
+    expect(rdmaErrorCodeName(P, 0x06)).toBeUndefined();
+    expect(rdmaErrorCodeName(RdmaErrorType.LocalCatastrophic, 0x00)).toBeUndefined();
   });
 
   it('RFC 5041 §7.2: DDP Error Types on the wire are 0x1 Tagged Buffer and 0x2 Untagged Buffer', () => {

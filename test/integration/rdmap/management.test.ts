@@ -57,6 +57,26 @@ for (const profile of PROFILES) {
       expect(peer.received).toHaveLength(2); // §5.4: no Terminate back
     });
 
+    it('RFC 5040 Figure 9, RFC 5041 §7.2: a received Terminate is named as the figures say, a code only under its Error Types', async () => {
+      const cases: [string, string][] = [
+        ['1101', 'DDP: Tagged Buffer Error: Base or bounds violation'],
+        ['1205', 'DDP: Untagged Buffer Error: DDP Message too long for available buffer'],
+        ['0109', 'RDMA: Remote Protection Error: STag cannot be Invalidated'],
+        ['0209', 'RDMA: Remote Operation Error: STag cannot be Invalidated'],
+        ['02ff', 'RDMA: Remote Operation Error: Unspecified Error'],
+        // Figure 9 defines 0x05 (Invalid RDMAP version) under Remote Operation only, 0x02 under Remote Protection only.
+        ['0105', 'RDMA: Remote Protection Error: 0x05'],
+        ['0202', 'RDMA: Remote Operation Error: 0x02'],
+      ];
+      for (const [control, description] of cases) {
+        const peer = await rawPeer(profile);
+        const t = firstValueFrom(peer.rdmap.stream.terminate$);
+        peer.send(untaggedHex({ dv, c: ctrl(rv, Op.Terminate), qn: 2, msn: 1, payload: `${control}000000` }));
+        expect(await t).toMatchObject({ direction: 'received', description });
+        await closed(peer.rdmap.stream);
+      }
+    });
+
     it('RFC 5040 §4.8: a Terminate naming our Read Request completes that Read with a remote access error', async () => {
       const peer = await rawPeer(profile);
       const s = peer.rdmap.stream;
