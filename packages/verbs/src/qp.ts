@@ -392,6 +392,10 @@ export class QueuePair extends QueuePairConveniences {
     }
     const p = this.takeSend(c.request);
     if (p === undefined) return;
+    if (c.status === 'success' && !p.signaled && p.settle === undefined && p.result === undefined) {
+      this.sqOutstanding--; // an unsignaled success reports nothing (ibv_post_send without IBV_SEND_SIGNALED)
+      return;
+    }
     // RFC 7306: the Original Remote Data Value goes into the atomic's local element, in wire (big-endian) order.
     if (c.atomicResult !== undefined && p.result !== undefined)
       new DataView(p.result.buffer, p.result.byteOffset, ATOMIC_OPERAND_LENGTH).setBigUint64(0, c.atomicResult);
