@@ -23,8 +23,9 @@ import { BehaviorSubject, type Observable, ReplaySubject, switchMap } from 'rxjs
 import type { CompletionQueue } from './cq.js';
 import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionError } from './errors.js';
 import type { ProtectionDomain } from './pd.js';
+import { type Pending, PendingSends, type Settle } from './pending.js';
 import { QueuePairConveniences } from './qp-promises.js';
-import type { RecvWorkRequest, SendWorkRequest, WcOpcode, WorkCompletion, WrId } from './types.js';
+import type { RecvWorkRequest, SendWorkRequest, WorkCompletion } from './types.js';
 import { count, positive } from './validate.js';
 import { receiveBuffer, type TranslatedSend, translateSend, type WrLimits } from './work-requests.js';
 
@@ -72,23 +73,6 @@ export interface QpConnectOptions {
 /** `init` until connected, then the RDMAP Stream's state (RFC 5040 §6). */
 export type QpState = 'init' | RdmapStreamState;
 
-/** A work request posted and not completed. */
-interface Pending {
-  readonly wrId: WrId | undefined;
-  readonly opcode: WcOpcode;
-  readonly signaled: boolean;
-  readonly settle?: Settle | undefined;
-  /** An atomic's 8-octet local element: the original remote value is written there. */
-  readonly result?: Uint8Array | undefined;
-  /** A send's request as handed to RDMAP: its completion names it (`request`). */
-  readonly request?: RdmapWorkRequest;
-}
-
-interface Settle {
-  resolve(wc: WorkCompletion): void;
-  reject(e: unknown): void;
-}
-
 /** What a completion adds to its work request's id and opcode. */
 type CompletionFields = Omit<WorkCompletion, 'wrId' | 'opcode' | 'qpNum'>;
 
@@ -117,12 +101,8 @@ export class QueuePair extends QueuePairConveniences {
    * receive's id): RDMAP and DDP events never hold this queue pair's own records.
    */
   private readonly pending = new WeakMap<object, Pending>();
-  /**
-   * Send work posted and not completed, in submission order, from `sendsHead` on: RDMAP reports them
-   * complete in that order (RFC 5040 §5.5 rule 15), so each completion is normally the head's.
-   */
-  private readonly sends: Pending[] = [];
-  private sendsHead = 0;
+  /** Send work posted and not completed, in submission order (RFC 5040 §5.5 rule 15). */
+  private readonly sends = new PendingSends();
   /** Receives posted before `connect` (ibverbs allows posting receives in INIT). */
   private readonly early: { readonly token: object; readonly buffer: Uint8Array }[] = [];
 
@@ -249,29 +229,23 @@ export class QueuePair extends QueuePairConveniences {
 
   /** Graceful teardown (RFC 5040 §6.2): what is posted completes, then the LLP stream closes. */
   async close(signal?: AbortSignal): Promise<void> {
-    if (this.stream === undefined) {
-      if (this.state === 'init') this.endUnconnected();
-      return;
-    }
-    await this.stream.close(signal);
+    await this.endingStream()?.close(signal);
   }
 
   /** RDMAP Abortive Termination (RFC 5040 §6.2.1): a Terminate to the peer, everything Completed in error. */
   terminate(): void {
-    if (this.stream === undefined) {
-      if (this.state === 'init') this.endUnconnected();
-      return;
-    }
-    this.stream.terminate();
+    this.endingStream()?.terminate();
   }
 
   /** LLP Abortive Termination (RFC 5040 §6.2): the LLP stream is reset without a Terminate. */
   abort(reason?: Error): void {
-    if (this.stream === undefined) {
-      if (this.state === 'init') this.endUnconnected();
-      return;
-    }
-    this.stream.abort(reason);
+    this.endingStream()?.abort(reason);
+  }
+
+  /** The RDMAP Stream to end; none before `connect`, and a queue pair still in `init` ends unconnected. */
+  private endingStream(): RdmapStream | undefined {
+    if (this.stream === undefined && this.state === 'init') this.endUnconnected();
+    return this.stream;
   }
 
   // ----- internals -----
@@ -331,30 +305,6 @@ export class QueuePair extends QueuePairConveniences {
     stream.postSend(request);
   }
 
-  /** The pending send whose RDMAP request completed: the head, unless RDMAP reported out of order. */
-  private takeSend(request: RdmapWorkRequest): Pending | undefined {
-    const sends = this.sends;
-    let i = this.sendsHead;
-    if (sends[i]?.request !== request) {
-      i = sends.findIndex((p, k) => k >= this.sendsHead && p.request === request);
-      if (i < 0) return undefined; // work posted on the RDMAP Stream directly, not through this queue pair
-      const p = sends[i] as Pending;
-      sends.splice(i, 1);
-      return p;
-    }
-    const p = sends[i] as Pending;
-    sends[i] = undefined as unknown as Pending;
-    this.sendsHead = ++i;
-    if (i === sends.length) {
-      sends.length = 0;
-      this.sendsHead = 0;
-    } else if (i >= 1024 && i * 2 >= sends.length) {
-      sends.splice(0, i);
-      this.sendsHead = 0;
-    }
-    return p;
-  }
-
   /** Checks a receive work request, the `ahead`-th of those posted together (each takes a place in the queue). */
   private checkRecv(wr: RecvWorkRequest, ahead = 0): Uint8Array {
     if (this.state !== 'init' && this.state !== 'rts')
@@ -390,7 +340,7 @@ export class QueuePair extends QueuePairConveniences {
       });
       return;
     }
-    const p = this.takeSend(c.request);
+    const p = this.sends.take(c.request);
     if (p === undefined) return;
     if (c.status === 'success' && !p.signaled && p.settle === undefined && p.result === undefined) {
       this.sqOutstanding--; // an unsignaled success reports nothing (ibv_post_send without IBV_SEND_SIGNALED)

@@ -1,0 +1,59 @@
+/**
+ * A queue pair's work posted and not completed (siw keeps its send queue as a ring on the QP): the send
+ * queue in submission order, since RDMAP completes send-queue work in that order (RFC 5040 §5.5 rule 15),
+ * so each completion is normally the head's; receives by the opaque token RDMAP carries for each.
+ */
+import type { RdmapWorkRequest } from '@rddp/rdmap';
+import type { WcOpcode, WorkCompletion, WrId } from './types.js';
+
+/** A work request posted and not completed. */
+export interface Pending {
+  readonly wrId: WrId | undefined;
+  readonly opcode: WcOpcode;
+  readonly signaled: boolean;
+  readonly settle?: Settle | undefined;
+  /** An atomic's 8-octet local element: the original remote value is written there. */
+  readonly result?: Uint8Array | undefined;
+  /** A send's request as handed to RDMAP: its completion names it (`request`). */
+  readonly request?: RdmapWorkRequest;
+}
+
+/** The promise of a convenience call, settled by the work request's completion. */
+export interface Settle {
+  resolve(wc: WorkCompletion): void;
+  reject(e: unknown): void;
+}
+
+/** Send work in submission order, from `head` on. */
+export class PendingSends {
+  private readonly list: Pending[] = [];
+  private head = 0;
+
+  push(p: Pending): void {
+    this.list.push(p);
+  }
+
+  /** The pending send whose RDMAP request completed: the head, unless RDMAP reported out of order. */
+  take(request: RdmapWorkRequest): Pending | undefined {
+    const list = this.list;
+    let i = this.head;
+    if (list[i]?.request !== request) {
+      i = list.findIndex((p, k) => k >= this.head && p.request === request);
+      if (i < 0) return undefined; // work posted on the RDMAP Stream directly, not through this queue pair
+      const p = list[i] as Pending;
+      list.splice(i, 1);
+      return p;
+    }
+    const p = list[i] as Pending;
+    list[i] = undefined as unknown as Pending;
+    this.head = ++i;
+    if (i === list.length) {
+      list.length = 0;
+      this.head = 0;
+    } else if (i >= 1024 && i * 2 >= list.length) {
+      list.splice(0, i);
+      this.head = 0;
+    }
+    return p;
+  }
+}
