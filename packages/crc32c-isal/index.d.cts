@@ -1,2 +1,15 @@
 /** CRC32c of `bytes[start, end)` continuing from `crc` (a finished CRC32c of the preceding octets, or 0). */
 export declare function calculate(bytes: Uint8Array, start: number, end: number, crc: number): number;
+/**
+ * The CRC32c of `bytes[start, end)` as MPA sends them with Markers (RFC 5044 §4.3): a Marker
+ * (0x0000, FPDUPTR) whenever `room` octets have passed, the first with FPDUPTR `ptr`, each next one
+ * 512 further. Continues from `crc` like `calculate`.
+ */
+export declare function calculateMarked(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  crc: number,
+  room: number,
+  ptr: number,
+): number;

@@ -7,7 +7,10 @@ import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
-type Isal = { calculate(b: Uint8Array, start: number, end: number, crc: number): number };
+type Isal = {
+  calculate(b: Uint8Array, start: number, end: number, crc: number): number;
+  calculateMarked(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
+};
 const isal: Isal | undefined = (() => {
   try {
     return createRequire(import.meta.url)('../index.cjs') as Isal;
@@ -62,6 +65,44 @@ describe.skipIf(!isal && !required)('@rddp/crc32c-isal', () => {
     const big = new Uint8Array(256).map((_, i) => i);
     const view = big.subarray(100, 200);
     expect(m.calculate(view, 10, 60, 0)).toBe(reference(big.subarray(110, 160)));
+  });
+
+  it('RFC 5044 §4.3, §4.4: calculateMarked is the CRC of the octets with a Marker (0x0000, FPDUPTR) every 512 on the wire', () => {
+    /** The wire octets: `room` octets, then a Marker and 508 octets, and so on; FPDUPTR from `ptr`. */
+    const marked = (b: Uint8Array, room: number, ptr: number): Uint8Array => {
+      const out: number[] = [];
+      let r = room;
+      let p = ptr;
+      for (const x of b) {
+        if (r === 0) {
+          out.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+          p += 4;
+          r = 508;
+        }
+        out.push(x);
+        r--;
+        p++;
+      }
+      return Uint8Array.from(out);
+    };
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3000 }),
+        fc.nat(),
+        fc.integer({ min: 0, max: 508 }),
+        fc.integer({ min: 0, max: 0xffff }),
+        fc.nat({ max: 0xffff_ffff }),
+        (b, x, room, ptr, crc) => {
+          const s = b.length ? x % (b.length + 1) : 0;
+          expect(m.calculateMarked(b, s, b.length, crc, room, ptr)).toBe(
+            reference(marked(b.subarray(s), room, ptr), crc),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(() => m.calculateMarked(new Uint8Array(8), 0, 8, 0, 509, 0)).toThrow(RangeError);
+    expect(() => m.calculateMarked(new Uint8Array(8), 0, 9, 0, 0, 0)).toThrow(RangeError);
   });
 
   it('bad arguments are TypeError / RangeError, never a read outside the array', () => {

@@ -9,7 +9,10 @@
 import { createRequire } from 'node:module';
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 
-type Isal = { calculate(b: Uint8Array, start: number, end: number, crc: number): number };
+type Isal = {
+  calculate(b: Uint8Array, start: number, end: number, crc: number): number;
+  calculateMarked?(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
+};
 type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
 
 const require = createRequire(import.meta.url);
@@ -78,6 +81,41 @@ export function crc32cRange(bytes: Uint8Array, start: number, end: number, crc: 
   let c = ~crc;
   for (let i = start; i < end; i++) c = (TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
   return ~c >>> 0;
+}
+
+/** The Marker interval and length (RFC 5044 §4.3), as in markers.ts (which imports this file). */
+const MARKER_EVERY = 512;
+const MARKER_OCTETS = 4;
+
+/**
+ * CRC32c of `bytes[start, end)` as MPA sends them with Markers (RFC 5044 §4.3, §4.4: the CRC covers the
+ * Markers): a Marker (16 zero bits, FPDUPTR) goes in whenever `room` octets have passed, the first with
+ * FPDUPTR `ptr`, each next one 512 further. ISA-L's binding does it in one call; else piece by piece.
+ */
+export function crc32cMarked(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  crc: number,
+  room: number,
+  ptr: number,
+): number {
+  if (isal?.calculateMarked) return isal.calculateMarked(bytes, start, end, crc, room, ptr);
+  let c = crc;
+  let s = start;
+  while (s < end) {
+    if (room === 0) {
+      c = crc32cU16(ptr & 0xffff, crc32cU16(0, c));
+      ptr += MARKER_OCTETS;
+      room = MARKER_EVERY - MARKER_OCTETS;
+    }
+    const n = Math.min(room, end - s);
+    c = crc32cRange(bytes, s, s + n, c);
+    s += n;
+    room -= n;
+    ptr += n;
+  }
+  return c;
 }
 
 /** CRC32c of all of `bytes`, continuing from `crc` (a previous result, or 0). */

@@ -8,7 +8,7 @@
  * Receive: `FpduReader` parses socket chunks incrementally, keeps references to the chunk slices that
  * make up the ULPDU (no copy) and hands them up only once the CRC has been checked.
  */
-import { crc32cRange, crc32cU16, crc32cZeros, readCrc, writeCrc } from './crc.js';
+import { crc32cMarked, crc32cRange, crc32cU16, crc32cZeros, readCrc, writeCrc } from './crc.js';
 import { MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
 import { MARKER_INTERVAL, MARKER_LENGTH, MULPDU_MAX, padLength, readFpduPtr, writeMarker } from './markers.js';
 
@@ -152,20 +152,20 @@ export class FpduWriter {
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as Uint8Array;
       const e = p.byteLength;
+      // One CRC pass over the part and the Markers that will split it (not one per piece).
+      if (crcOn) crc = crc32cMarked(p, 0, e, crc, this.room, since);
       let s = 0;
       while (s < e) {
         if (this.room === 0) {
           const m = this.take(MARKER_LENGTH);
           writeMarker(m, 0, since);
           out.push(m);
-          if (crcOn) crc = crc32cRange(m, 0, MARKER_LENGTH, crc);
           this.room = AFTER_MARKER;
           since += MARKER_LENGTH;
           total += MARKER_LENGTH;
         }
         const n = Math.min(this.room, e - s);
         out.push(s === 0 && n === e ? p : p.subarray(s, s + n));
-        if (crcOn) crc = crc32cRange(p, s, s + n, crc);
         s += n;
         this.room -= n;
         since += n;
@@ -229,6 +229,14 @@ export class FpduReader {
   private pad = 0;
   private since = 0;
   private crc = 0;
+  /**
+   * Octets of the chunk being consumed that the CRC has still to cover, `[pendA, pendB)`: adjacent
+   * pieces, Markers and pad are covered by one CRC call (with Markers every 508 octets: 2 calls per
+   * chunk instead of 2 per 512 octets). Empty (`pendA < 0`) whenever the reader returns or calls out.
+   */
+  private pendChunk: Uint8Array | undefined;
+  private pendA = -1;
+  private pendB = -1;
   private readonly crcField = new Uint8Array(4);
   private crcGot = 0;
   private pieces: Uint8Array[] = [];
@@ -264,6 +272,8 @@ export class FpduReader {
   /** Stops for good: nothing more is parsed or handed up. */
   kill(): void {
     this.state = S_DEAD;
+    this.pendA = -1;
+    this.pendChunk = undefined;
     this.pieces = [];
     this.held = [];
   }
@@ -287,7 +297,29 @@ export class FpduReader {
     this.consume(chunk, 0);
   }
 
+  /** Adds `chunk[a, b)` to the CRC still to compute (merged with the pending range when adjacent). */
+  private acc(chunk: Uint8Array, a: number, b: number): void {
+    if (this.pendA >= 0 && this.pendChunk === chunk && this.pendB === a) {
+      this.pendB = b;
+      return;
+    }
+    this.flushCrc();
+    this.pendChunk = chunk;
+    this.pendA = a;
+    this.pendB = b;
+  }
+
+  /** Folds the pending range into `crc`. */
+  private flushCrc(): void {
+    if (this.pendA < 0) return;
+    this.crc = crc32cRange(this.pendChunk as Uint8Array, this.pendA, this.pendB, this.crc);
+    this.pendA = -1;
+    this.pendChunk = undefined;
+  }
+
   private fail(error: MpaProtocolError | MpaCrcError): void {
+    this.pendA = -1;
+    this.pendChunk = undefined;
     this.state = S_DEAD;
     this.pieces = [];
     this.held = [];
@@ -301,19 +333,25 @@ export class FpduReader {
     let off = start;
     while (off < len) {
       if (this.stopped) {
+        this.flushCrc();
         this.held.unshift(off === 0 ? chunk : chunk.subarray(off));
         return;
       }
       if (markers && this.room === 0) {
         // A Marker occupies the next 4 octets (§4.3); they may arrive split across chunks.
         const n = Math.min(MARKER_LENGTH - this.markerGot, len - off);
+        // A Marker wholly in this chunk joins the pending CRC range; one split across chunks is copied.
+        const whole = this.markerGot === 0 && n === MARKER_LENGTH ? off : -1;
         for (let i = 0; i < n; i++) this.marker[this.markerGot + i] = chunk[off + i] as number;
         off += n;
         this.markerGot += n;
-        if (this.markerGot < MARKER_LENGTH) return;
+        if (this.markerGot < MARKER_LENGTH) {
+          this.flushCrc();
+          return;
+        }
         this.markerGot = 0;
         this.room = AFTER_MARKER;
-        if (!this.onMarker()) return;
+        if (!this.onMarker(chunk, whole)) return;
         continue;
       }
       const limit = markers ? Math.min(len, off + this.room) : len;
@@ -327,6 +365,7 @@ export class FpduReader {
             const end = off + 2 + length + pad;
             if (end + 4 <= limit && length <= this.maxLength) {
               if (crcOn) {
+                this.flushCrc();
                 const computed = crc32cRange(chunk, off, end, this.crc);
                 const received = readCrc(chunk, end);
                 if (computed !== received) {
@@ -362,7 +401,10 @@ export class FpduReader {
             );
             return;
           }
-          if (crcOn) this.crc = crc32cU16(length, this.crc);
+          if (crcOn) {
+            this.flushCrc();
+            this.crc = crc32cU16(length, this.crc);
+          }
           this.length = length;
           this.remaining = length;
           this.pad = (4 - ((length + 2) & 3)) & 3;
@@ -374,7 +416,7 @@ export class FpduReader {
         case S_BODY: {
           const n = Math.min(limit - off, this.remaining);
           this.pieces.push(off === 0 && n === len ? chunk : chunk.subarray(off, off + n));
-          if (crcOn) this.crc = crc32cRange(chunk, off, off + n, this.crc);
+          if (crcOn) this.acc(chunk, off, off + n);
           off += n;
           this.since += n;
           this.remaining -= n;
@@ -383,7 +425,7 @@ export class FpduReader {
         }
         case S_PAD: {
           const n = Math.min(limit - off, this.pad);
-          if (crcOn) this.crc = crc32cRange(chunk, off, off + n, this.crc);
+          if (crcOn) this.acc(chunk, off, off + n);
           off += n;
           this.since += n;
           this.pad -= n;
@@ -408,10 +450,11 @@ export class FpduReader {
       }
       if (markers) this.room -= off - before;
     }
+    this.flushCrc();
   }
 
   /** Checks a Marker against the FPDU it sits in (RFC 5044 §8 code 3). False when it failed the reader. */
-  private onMarker(): boolean {
+  private onMarker(chunk: Uint8Array, at: number): boolean {
     const ptr = readFpduPtr(this.marker[2] as number, this.marker[3] as number);
     // Between FPDUs the Marker opens the next one (FPDUPTR 0); inside one it points back to its header.
     const opening = this.state === S_HEADER && this.hdrGot === 0;
@@ -426,12 +469,23 @@ export class FpduReader {
       );
       return false;
     }
-    if (this.crcOn) this.crc = crc32cRange(this.marker, 0, MARKER_LENGTH, opening ? 0 : this.crc);
+    if (this.crcOn) {
+      if (opening) {
+        this.flushCrc(); // nothing is pending between FPDUs: the opening Marker starts the next CRC
+        this.crc = 0;
+      }
+      if (at >= 0) this.acc(chunk, at, at + MARKER_LENGTH);
+      else {
+        this.flushCrc();
+        this.crc = crc32cRange(this.marker, 0, MARKER_LENGTH, this.crc);
+      }
+    }
     if (!opening) this.since += MARKER_LENGTH;
     return true;
   }
 
   private complete(): boolean {
+    this.flushCrc();
     if (this.crcOn) {
       const received = readCrc(this.crcField, 0);
       if (received !== this.crc) {

@@ -1,6 +1,7 @@
 import { crc32c as nodeRs } from '@node-rs/crc32';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { crc32cMarked } from '../src/crc.js';
 import { crc32cBackend, crc32cRange } from '../src/index.js';
 
 describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
@@ -25,6 +26,35 @@ describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
             at = p;
           }
           expect(crc).toBe(nodeRs(Buffer.from(data), 0));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('RFC 5044 §4.3, §4.4: the CRC over a part with the Markers that split it equals the CRC of the octets on the wire', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3000 }),
+        fc.integer({ min: 0, max: 508 }),
+        fc.integer({ min: 0, max: 0xffff }),
+        fc.nat({ max: 0xffff_ffff }),
+        (data, room, ptr, crc) => {
+          const wire: number[] = [];
+          let r = room;
+          let p = ptr;
+          for (const x of data) {
+            if (r === 0) {
+              wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+              p += 4;
+              r = 508;
+            }
+            wire.push(x);
+            r--;
+            p++;
+          }
+          const w = Uint8Array.from(wire);
+          expect(crc32cMarked(data, 0, data.length, crc, room, ptr)).toBe(crc32cRange(w, 0, w.length, crc));
         },
       ),
       { numRuns: 300 },
