@@ -26,29 +26,37 @@ static napi_value throw_type(napi_env env, const char *msg) {
   return NULL;
 }
 
+/* The typed array and the [start, end) range of argv[0..2]; false (an exception pending) when invalid. */
+static bool byte_range(napi_env env, napi_value *argv, unsigned char **bytes, int64_t *start, int64_t *end) {
+  bool is_ta = false;
+  if (napi_is_typedarray(env, argv[0], &is_ta) != napi_ok) return false;
+  if (!is_ta) return throw_type(env, "bytes must be a Uint8Array"), false;
+  napi_typedarray_type type;
+  size_t length = 0;
+  void *data = NULL;
+  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL) != napi_ok) return false;
+  if (type != napi_uint8_array) return throw_type(env, "bytes must be a Uint8Array"), false;
+  if (napi_get_value_int64(env, argv[1], start) != napi_ok || napi_get_value_int64(env, argv[2], end) != napi_ok)
+    return false;
+  if (*start < 0 || *end < *start || (uint64_t)*end > length || *end - *start > INT32_MAX) {
+    napi_throw_range_error(env, NULL, "byte range outside the array");
+    return false;
+  }
+  *bytes = (unsigned char *)data;
+  return true;
+}
+
 static napi_value calculate(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 4) return throw_type(env, "calculate(bytes, start, end, crc) takes four arguments");
-  bool is_ta = false;
-  CHECK(napi_is_typedarray(env, argv[0], &is_ta));
-  if (!is_ta) return throw_type(env, "bytes must be a Uint8Array");
-  napi_typedarray_type type;
-  size_t length = 0;
-  void *data = NULL;
-  CHECK(napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL));
-  if (type != napi_uint8_array) return throw_type(env, "bytes must be a Uint8Array");
+  unsigned char *data = NULL;
   int64_t start = 0, end = 0;
   uint32_t crc = 0;
-  CHECK(napi_get_value_int64(env, argv[1], &start));
-  CHECK(napi_get_value_int64(env, argv[2], &end));
+  if (!byte_range(env, argv, &data, &start, &end)) return NULL;
   CHECK(napi_get_value_uint32(env, argv[3], &crc));
-  if (start < 0 || end < start || (uint64_t)end > length || end - start > INT32_MAX) {
-    napi_throw_range_error(env, NULL, "byte range outside the array");
-    return NULL;
-  }
-  uint32_t out = crc32_iscsi((unsigned char *)data + start, (int)(end - start), ~crc) ^ 0xffffffffu;
+  uint32_t out = crc32_iscsi(data + start, (int)(end - start), ~crc) ^ 0xffffffffu;
   napi_value result;
   CHECK(napi_create_uint32(env, out, &result));
   return result;
@@ -62,30 +70,18 @@ static napi_value calculate_marked(napi_env env, napi_callback_info info) {
   napi_value argv[6];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 6) return throw_type(env, "calculateMarked(bytes, start, end, crc, room, ptr) takes six arguments");
-  bool is_ta = false;
-  CHECK(napi_is_typedarray(env, argv[0], &is_ta));
-  if (!is_ta) return throw_type(env, "bytes must be a Uint8Array");
-  napi_typedarray_type type;
-  size_t length = 0;
-  void *data = NULL;
-  CHECK(napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL));
-  if (type != napi_uint8_array) return throw_type(env, "bytes must be a Uint8Array");
+  unsigned char *data = NULL;
   int64_t start = 0, end = 0;
   uint32_t crc = 0, room = 0, ptr = 0;
-  CHECK(napi_get_value_int64(env, argv[1], &start));
-  CHECK(napi_get_value_int64(env, argv[2], &end));
+  if (!byte_range(env, argv, &data, &start, &end)) return NULL;
   CHECK(napi_get_value_uint32(env, argv[3], &crc));
   CHECK(napi_get_value_uint32(env, argv[4], &room));
   CHECK(napi_get_value_uint32(env, argv[5], &ptr));
-  if (start < 0 || end < start || (uint64_t)end > length || end - start > INT32_MAX) {
-    napi_throw_range_error(env, NULL, "byte range outside the array");
-    return NULL;
-  }
   if (room > MARKER_INTERVAL - MARKER_LENGTH) {
     napi_throw_range_error(env, NULL, "room must be 0..508 octets");
     return NULL;
   }
-  const unsigned char *p = (const unsigned char *)data + start;
+  const unsigned char *p = data + start;
   int64_t left = end - start;
   uint32_t c = ~crc;
   while (left > 0) {

@@ -71,3 +71,20 @@ export class PeerWatch {
     });
   }
 }
+
+/**
+ * Resolves once `closed$` emits (the stream ended) or, past `ms`, after aborting `connection`: a
+ * graceful termination that cannot hang (RFC 5040 §6.2, then LLP Abortive Termination).
+ */
+export function endWithin(connection: LlpConnection, closed$: Observable<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      connection.abort();
+      resolve();
+    }, ms);
+    closed$.subscribe(() => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

@@ -15,6 +15,7 @@ import {
   type Sge,
   type WorkCompletion,
 } from '@rddp/verbs';
+import { endWithin } from '../peer.js';
 
 /** Page-aligned, address-like base TOs, so advertised addresses look like perftest's (virtual addresses). */
 let nextBase = 0x7e00_0000_0000n;
@@ -131,19 +132,6 @@ export class PerfSession {
   /** Graceful termination, bounded: past `ms` the LLP connection is aborted. */
   closeWithin(ms: number): Promise<void> {
     this.close().catch(() => {});
-    return this.settle(ms);
-  }
-
-  private settle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.connection.abort();
-        resolve();
-      }, ms);
-      this.qp.closed$.subscribe(() => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    return endWithin(this.connection, this.qp.closed$, ms);
   }
 }

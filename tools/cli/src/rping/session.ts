@@ -9,6 +9,7 @@ import {
   type SendCompletion,
 } from '@rddp/rdmap';
 import { type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
+import { endWithin } from '../peer.js';
 
 export { Access };
 
@@ -122,7 +123,7 @@ export class RdmaSession {
   /** ULP Graceful Termination (RFC 5040 §6.2), bounded: past `ms` the LLP connection is aborted. */
   closeWithin(ms: number): Promise<void> {
     this.close().catch(() => {});
-    return this.settle(ms);
+    return endWithin(this.connection, this.rdmap.closed$, ms);
   }
 
   /**
@@ -132,19 +133,6 @@ export class RdmaSession {
   terminate(ms: number): Promise<void> {
     // RFC 5040 §7.2: the peer's message was unacceptable to the ULP — Remote Operation Error, Unspecified.
     this.rdmap.terminate({ errorType: RdmaErrorType.RemoteOperation, errorCode: 0xff });
-    return this.settle(ms);
-  }
-
-  private settle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.connection.abort();
-        resolve();
-      }, ms);
-      this.rdmap.closed$.subscribe(() => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    return endWithin(this.connection, this.rdmap.closed$, ms);
   }
 }
