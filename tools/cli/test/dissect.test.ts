@@ -63,4 +63,44 @@ describe('rddp dissect', () => {
     const p = await run(['dissect', junk, '--max-ulpdu', 'x']).done;
     expect(p.code).toBe(2);
   }, 120_000);
+
+  it('--max-connections: connections beyond it at once are skipped with one note and their count, exit 0', async () => {
+    // Three MPA connections left open (no FIN), one after the other in one capture.
+    const flows = [40001, 40002, 40003].map((clientPort) =>
+      tcpFlowPcap(
+        [
+          { from: 'client', bytes: encodeMpaRequest({ markers: false, crc: true, rev: 1 }) },
+          { from: 'server', bytes: encodeMpaReply({ markers: false, crc: true, rev: 1 }) },
+          {
+            from: 'client',
+            bytes: encodeFpdu(untaggedSegment({ opcode: Opcode.Send, msn: 1 }, new Uint8Array(8)), {
+              crc: true,
+              markers: false,
+            }),
+          },
+        ],
+        { clientPort, close: false },
+      ),
+    );
+    const file = join(dir, 'three.pcap');
+    writeFileSync(file, Buffer.concat([flows[0] as Uint8Array, ...flows.slice(1).map((f) => f.subarray(24))]));
+    const r = await run(['dissect', '--max-connections', '2', file]).done;
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^#13 \[capture\] {3}connections beyond 2 at once not decoded: 1$/m);
+    expect(r.out).toContain('connection tcp-2 (mpa-tcp): 10.0.0.1:40002 → 10.0.0.2:7174');
+    expect(r.out).not.toContain('40003 →');
+    const j = await run(['dissect', '--json', '--max-connections', '2', file]).done;
+    const report = JSON.parse(j.out) as { connections: unknown[]; findings: { code: string; message: string }[] };
+    expect(report.connections).toHaveLength(2);
+    expect(report.findings).toEqual([
+      expect.objectContaining({
+        code: 'dissect-connection-limit',
+        message: expect.stringMatching(/: 1 not decoded, 5 packets skipped$/),
+      }),
+    ]);
+    const all = await run(['dissect', file]).done;
+    expect(all.out).toContain('connection tcp-3 (mpa-tcp): 10.0.0.1:40003 → 10.0.0.2:7174');
+    expect(all.out).not.toContain('not decoded');
+    expect((await run(['dissect', '--max-connections', '0', file]).done).code).toBe(2);
+  }, 120_000);
 });

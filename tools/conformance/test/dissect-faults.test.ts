@@ -19,11 +19,13 @@ import {
   Opcode,
   PcapWriter,
   TCP_ACK,
+  TCP_FIN,
   TCP_PSH,
   TCP_SYN,
   taggedSegment,
   tcpFlowPcap,
   tcpFrame,
+  udpFrame,
   untaggedSegment,
   writeMpaCrc,
 } from '../src/index.js';
@@ -39,6 +41,9 @@ import {
 
 const tmp = tempDir();
 afterAll(() => tmp.dispose());
+
+/** RFC 793 §3.1: the RST control bit. */
+const TCP_RST = 0x04;
 
 const send = (msn: number, n: number, fill = 0x5a) =>
   untaggedSegment({ opcode: Opcode.Send, msn }, new Uint8Array(n).fill(fill));
@@ -473,5 +478,282 @@ describe('bounds and other transports', () => {
     const dropped = r.findings.filter((f) => f.code === 'sctp-reassembly-limit');
     expect(dropped).toHaveLength(1);
     expect(dropped[0]?.frame).toBe(22);
+  });
+
+  it('per connection: at most 1 MiB before the MPA Reply, 1024 messages open and 4096 Read Requests outstanding per direction', async () => {
+    const opts = { crc: true, markers: false } as const;
+    const mpa = [
+      { from: 'client' as const, bytes: encodeMpaRequest({ markers: false, crc: true, rev: 1 }) },
+      { from: 'server' as const, bytes: encodeMpaReply({ markers: false, crc: true, rev: 1 }) },
+    ];
+    // 1.2 MiB from the Initiator between its Request and the Reply: the octets past 1 MiB are dropped.
+    const early = await dissectBytes(
+      tcpFlowPcap([mpa[0] as FlowRecord, { from: 'client', bytes: new Uint8Array(1_200_000) }, mpa[1] as FlowRecord], {
+        mss: 60_000,
+      }),
+    );
+    const dropped = early.findings.filter((f) => f.code === 'mpa-early-dropped');
+    expect(dropped.length).toBeGreaterThan(0);
+    expect(dropped[0]?.message).toBe('more than 1048576 octets before the MPA Reply');
+    // 1100 Sends begun (L = 0) and never finished: 1024 are still open at the end, the oldest forgotten.
+    const begun = Array.from({ length: 1100 }, (_, i) =>
+      untaggedSegment({ opcode: Opcode.Send, msn: i + 1, last: false }, new Uint8Array(4)),
+    );
+    const open = await dissectBytes(tcpFlowPcap([...mpa, { from: 'client', bytes: concat(fpduStream(begun, opts)) }]));
+    expect(open.findings.filter((f) => f.code === 'ddp-incomplete-message')).toHaveLength(1024);
+    // 4097 Read Requests, then the Read Response to the first: its request is no longer tracked, so the
+    // response is matched against the second (another Data Sink STag).
+    const requests = Array.from({ length: 4097 }, (_, i) =>
+      untaggedSegment(
+        { opcode: Opcode.RdmaReadRequest, msn: i + 1 },
+        encodeReadRequest({ sinkStag: i + 1, sinkTo: 0n, size: 4, srcStag: 0x99, srcTo: 0n }),
+      ),
+    );
+    const response = taggedSegment({ opcode: Opcode.RdmaReadResponse, stag: 1, to: 0n }, new Uint8Array(4));
+    const reads = await dissectBytes(
+      tcpFlowPcap([
+        ...mpa,
+        { from: 'client', bytes: concat(fpduStream(requests, opts)) },
+        { from: 'server', bytes: encodeFpdu(response, opts) },
+      ]),
+    );
+    expect(rejects(reads)).toEqual(['rdmap-read-response-stag RFC 5040 §4.4']);
+  });
+
+  it('SCTP: at most 65536 TSNs remembered per direction to drop retransmissions; an older one is read again', async () => {
+    const w = new PcapWriter();
+    let tsn = 1;
+    // 65537 one-chunk user messages (PPID 99: a note each), then TSN 1 again and TSN 65537 again.
+    for (let p = 0; tsn <= 65_537; p++) {
+      const chunks = Array.from({ length: Math.min(3000, 65_538 - tsn) }, () =>
+        data(tsn++, 1, 99, 3, Uint8Array.of(0)),
+      );
+      w.add(ipv4Frame([10, 0, 0, 1], [10, 0, 0, 2], 132, sctp(5000, 7174, chunks)), p);
+    }
+    w.add(ipv4Frame([10, 0, 0, 1], [10, 0, 0, 2], 132, sctp(5000, 7174, [data(1, 1, 99, 3, Uint8Array.of(0))])), 99);
+    w.add(
+      ipv4Frame([10, 0, 0, 1], [10, 0, 0, 2], 132, sctp(5000, 7174, [data(65_537, 1, 99, 3, Uint8Array.of(0))])),
+      100,
+    );
+    const r = await dissectBytes(w.bytes());
+    expect(r.findings.filter((f) => f.code === 'sctp-ppid')).toHaveLength(65_537 + 1);
+  });
+
+  /** Frames of several flows written into one capture, in the order the test calls them. */
+  function capture() {
+    const w = new PcapWriter();
+    let t = 0;
+    const c = [10, 0, 0, 1];
+    const sv = [10, 0, 0, 2];
+    const add = (frame: Uint8Array) => w.add(frame, (t += 10));
+    /** One TCP connection from client port `port` to 7174, carrying MPA with CRCs. */
+    const tcp = (port: number) => {
+      let cs = 1000;
+      let ss = 5000;
+      const seg = (from: 'c' | 's', flags: number, payload?: Uint8Array) => {
+        const isC = from === 'c';
+        add(
+          tcpFrame({
+            srcIp: isC ? c : sv,
+            dstIp: isC ? sv : c,
+            srcPort: isC ? port : 7174,
+            dstPort: isC ? 7174 : port,
+            seq: isC ? cs : ss,
+            ack: isC ? ss : cs,
+            flags,
+            ...(payload ? { payload } : {}),
+          }),
+        );
+        const n = (payload?.byteLength ?? 0) + (flags & (TCP_SYN | TCP_FIN) ? 1 : 0);
+        if (isC) cs += n;
+        else ss += n;
+      };
+      let msn = 0;
+      return {
+        open() {
+          seg('c', TCP_SYN);
+          seg('s', TCP_SYN | TCP_ACK);
+          seg('c', TCP_ACK);
+          seg('c', TCP_ACK | TCP_PSH, encodeMpaRequest({ markers: false, crc: true, rev: 1 }));
+          seg('s', TCP_ACK | TCP_PSH, encodeMpaReply({ markers: false, crc: true, rev: 1 }));
+        },
+        send() {
+          seg('c', TCP_ACK | TCP_PSH, encodeFpdu(send(++msn, 16), { crc: true, markers: false }));
+        },
+        /** FIN both ways, then the last ACK (RFC 793 §3.5). */
+        fin() {
+          seg('c', TCP_FIN | TCP_ACK);
+          seg('s', TCP_FIN | TCP_ACK);
+          seg('c', TCP_ACK);
+        },
+        rst() {
+          seg('s', TCP_RST | TCP_ACK);
+        },
+      };
+    };
+    /** One SCTP association (raw, IP protocol 132) from port `port` to 7174. */
+    const sctpAssoc = (port: number) => {
+      let tsn = 0;
+      const up = (chunks: Uint8Array[]) => add(ipv4Frame(c, sv, 132, sctp(port, 7174, chunks)));
+      const down = (chunks: Uint8Array[]) => add(ipv4Frame(sv, c, 132, sctp(7174, port, chunks)));
+      return {
+        open() {
+          up([init(1)]);
+          down([init(2)]);
+        },
+        send() {
+          up([data(++tsn, 1, 16, 3, send(tsn, 16))]);
+        },
+        abort() {
+          down([chunk(6, 0, new Uint8Array(0))]);
+        },
+        shutdown() {
+          up([chunk(7, 0, Uint8Array.of(0, 0, 0, tsn))]);
+          down([chunk(8, 0, new Uint8Array(0))]);
+          up([chunk(14, 0, new Uint8Array(0))]);
+        },
+      };
+    };
+    /** One UDP LLP flow (docs/UDP-LLP.md) from port `port` to 7174, CRC off. */
+    const llp = (port: number) => {
+      let seq = 0;
+      const datagram = (from: 'c' | 's', type: number, streamId: number, body: Uint8Array) => {
+        const d = new Uint8Array(16 + body.byteLength);
+        const v = new DataView(d.buffer);
+        d[0] = 0x10 | type;
+        v.setUint16(2, streamId);
+        v.setUint32(4, from === 'c' ? 0xb : 0xa);
+        v.setUint32(8, from === 'c' ? 0xa : 0xb);
+        v.setUint32(12, ++seq);
+        d.set(body, 16);
+        const isC = from === 'c';
+        add(
+          udpFrame({
+            srcIp: isC ? c : sv,
+            dstIp: isC ? sv : c,
+            srcPort: isC ? port : 7174,
+            dstPort: isC ? 7174 : port,
+            payload: d,
+          }),
+        );
+      };
+      // Setup body: streams 1, datagram size 1400, window 64, CRC off, no private data.
+      const setup = Uint8Array.of(0, 1, 0x05, 0x78, 0, 0, 0, 64, 0, 0, 0, 0);
+      let msn = 0;
+      return {
+        open() {
+          datagram('c', 1, 0, setup);
+          datagram('s', 2, 0, setup);
+        },
+        send(streamId = 0) {
+          datagram('c', 4, streamId, send(++msn, 16));
+        },
+        /** ABORT of every stream (Stream id 65535), code 0. */
+        abort() {
+          datagram('s', 9, 65535, Uint8Array.of(0, 0));
+        },
+      };
+    };
+    return { tcp, sctpAssoc, llp, bytes: () => w.bytes() };
+  }
+
+  it('DDP Streams: at most 1024 followed per SCTP association and per UDP LLP connection, then one note', async () => {
+    // UDP LLP: 1100 DATA datagrams, each on its own stream.
+    const cap = capture();
+    const flow = cap.llp(6001);
+    flow.open();
+    for (let sid = 0; sid < 1100; sid++) flow.send(sid);
+    const r1 = await dissectBytes(cap.bytes());
+    const llpNotes = r1.findings.filter((f) => f.code === 'udp-llp-stream-limit');
+    expect(llpNotes).toHaveLength(1);
+    expect(r1.events.filter((e) => e.kind === 'segment' && e.summary.includes('RDMAP Send'))).toHaveLength(1024);
+
+    // SCTP: 1100 one-chunk DDP Segments, each on its own stream.
+    const s = new PcapWriter();
+    for (let p = 0; p < 11; p++) {
+      const chunks = Array.from({ length: 100 }, (_, i) => data(p * 100 + i + 1, p * 100 + i, 16, 3, send(1, 4)));
+      s.add(ipv4Frame([10, 0, 0, 1], [10, 0, 0, 2], 132, sctp(5000, 7174, chunks)), p);
+    }
+    const r2 = await dissectBytes(s.bytes());
+    expect(r2.findings.filter((f) => f.code === 'sctp-stream-limit')).toHaveLength(1);
+    expect(r2.events.filter((e) => e.kind === 'segment' && e.summary.includes('RDMAP Send'))).toHaveLength(1024);
+  });
+
+  const limitNotes = (r: DissectReport) => r.findings.filter((f) => f.code === 'dissect-connection-limit');
+
+  it('more connections, associations and UDP flows at once than maxConnections: the first decoded to the end, the rest skipped with one note and their count', async () => {
+    const cap = capture();
+    const first = [cap.tcp(40001), cap.tcp(40002), cap.tcp(40003)];
+    for (const c of first) c.open();
+    const later = [cap.tcp(40004), cap.tcp(40005)];
+    for (const c of later) c.open();
+    const assoc = cap.sctpAssoc(5001);
+    assoc.open();
+    const flow = cap.llp(6001);
+    flow.open();
+    // Traffic on all of them afterwards: the first three go on being decoded.
+    for (const c of [...first, ...later]) {
+      c.send();
+      c.send();
+    }
+    assoc.send();
+    flow.send();
+    const r = await dissectBytes(cap.bytes(), { maxConnections: 3 });
+    expect(r.connections.map((c) => [c.id, c.initiator, c.operations])).toEqual([
+      ['tcp-1', '10.0.0.1:40001', { Send: 2 }],
+      ['tcp-2', '10.0.0.1:40002', { Send: 2 }],
+      ['tcp-3', '10.0.0.1:40003', { Send: 2 }],
+    ]);
+    expect(rejects(r)).toEqual([]);
+    const notes = limitNotes(r);
+    expect(notes).toHaveLength(1);
+    // Frame 16: the SYN of the fourth connection (three connections of five frames before it).
+    expect(notes[0]).toMatchObject({ frame: 16, connection: 'capture', severity: 'note' });
+    expect(notes[0]?.message).toMatch(/^more than 3 connections, associations and UDP flows at once .*: 4 not decoded/);
+    // Without the limit, all seven are decoded.
+    const all = await dissectBytes(cap.bytes());
+    expect(all.connections).toHaveLength(7);
+    expect(limitNotes(all)).toEqual([]);
+  });
+
+  it('a connection that ends frees its place: TCP FIN both ways or RST, SCTP ABORT or SHUTDOWN COMPLETE, UDP LLP ABORT of every stream', async () => {
+    const cap = capture();
+    const finished = cap.tcp(40001);
+    finished.open();
+    finished.send();
+    finished.fin();
+    const reset = cap.tcp(40002);
+    reset.open();
+    reset.send();
+    reset.rst();
+    const aborted = cap.sctpAssoc(5001);
+    aborted.open();
+    aborted.send();
+    aborted.abort();
+    const shut = cap.sctpAssoc(5002);
+    shut.open();
+    shut.send();
+    shut.shutdown();
+    const flow = cap.llp(6001);
+    flow.open();
+    flow.send();
+    flow.abort();
+    // Two places: two connections open at once fit, a third does not.
+    const open = [cap.tcp(40003), cap.tcp(40004), cap.tcp(40005)];
+    for (const c of open) c.open();
+    for (const c of open) c.send();
+    const r = await dissectBytes(cap.bytes(), { maxConnections: 2 });
+    expect(r.connections.map((c) => [c.initiator, c.operations])).toEqual([
+      ['10.0.0.1:40001', { Send: 1 }],
+      ['10.0.0.1:40002', { Send: 1 }],
+      ['10.0.0.1:5001', { Send: 1 }],
+      ['10.0.0.1:5002', { Send: 1 }],
+      ['10.0.0.1:6001', { Send: 1 }],
+      ['10.0.0.1:40003', { Send: 1 }],
+      ['10.0.0.1:40004', { Send: 1 }],
+    ]);
+    const notes = limitNotes(r);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.message).toMatch(/: 1 not decoded/);
   });
 });

@@ -15,6 +15,12 @@ export function registerDissect(program: Command): void {
     .option('--json', 'print the whole report as JSON')
     .option('--notes', 'also list notes (findings that are not errors)')
     .option('--max-ulpdu <n>', 'longest ULPDU accepted without a finding (RFC 5044 §3: 64768)', integerIn(1, 65535))
+    .option(
+      '--max-connections <n>',
+      'connections, SCTP associations and UDP flows decoded at once; later ones are skipped with a note',
+      integerIn(1, 1 << 20),
+      '4096',
+    )
     .option('--sctp-udp-port <list>', 'UDP ports carrying SCTP (9899, RFC 6951, always)', integerListIn(1, 65535))
     .option(
       '--udp-llp-port <list>',
@@ -30,11 +36,19 @@ export function registerDissect(program: Command): void {
     .action(
       async (
         file: string,
-        o: { json?: boolean; notes?: boolean; maxUlpdu?: string; sctpUdpPort?: string; udpLlpPort?: string },
+        o: {
+          json?: boolean;
+          notes?: boolean;
+          maxUlpdu?: string;
+          maxConnections: string;
+          sctpUdpPort?: string;
+          udpLlpPort?: string;
+        },
       ) => {
         const ports = (s?: string) => (s === undefined ? [] : s.split(',').map((x) => Number(x.trim())));
         const report = await dissectFile(file, {
           ...(o.maxUlpdu !== undefined ? { maxUlpdu: Number(o.maxUlpdu) } : {}),
+          maxConnections: Number(o.maxConnections),
           sctpUdpPorts: ports(o.sctpUdpPort),
           udpLlpPorts: ports(o.udpLlpPort),
         });

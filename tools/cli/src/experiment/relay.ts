@@ -10,8 +10,10 @@
  * never passes the chunk before it. TCP's own loss recovery runs on the veth leg, whose round trip does
  * not include this delay (docs/EXPERIMENTS.md "Limits").
  *
- * Bounds: at most `maxQueued` datagrams held (more are dropped and counted), at most `maxPeers` UDP
- * sources, and a TCP direction stops reading while `maxBufferedOctets` wait in it.
+ * Bounds: at most `maxQueued` datagrams and `maxQueuedOctets` held, from arrival until the socket has
+ * sent them (more are dropped and counted); at most `maxPeers` UDP sources, or TCP connections (more are
+ * refused and counted). A TCP direction stops reading while `maxBufferedOctets` wait in it, held for
+ * their delay or not yet taken by the receiving socket (a receiver that does not read holds the sender).
  */
 import dgram from 'node:dgram';
 import { once } from 'node:events';
@@ -29,21 +31,48 @@ export interface RelaySpec {
   /** Probability (0..1) that a datagram is held back behind later ones (UDP only). */
   readonly reorder: number;
   readonly seed: number;
+  /** UDP: most datagrams held at once. */
   readonly maxQueued?: number;
+  /** UDP: most octets of datagrams held at once. */
+  readonly maxQueuedOctets?: number;
+  /** UDP sources, or TCP connections, relayed at once. */
   readonly maxPeers?: number;
+  /** TCP: most octets waiting per direction before it stops reading. */
   readonly maxBufferedOctets?: number;
 }
 
 export interface RelayStats {
   forwarded: number;
   reordered: number;
-  /** Datagrams dropped because `maxQueued` were held already. */
+  /** Datagrams dropped because `maxQueued` datagrams or `maxQueuedOctets` were held already. */
   overflow: number;
-  /** UDP sources refused beyond `maxPeers`. */
+  /** UDP sources or TCP connections refused beyond `maxPeers`. */
   refusedPeers: number;
+  /** UDP: most datagrams, and octets, held at once. */
+  peakQueued: number;
+  peakQueuedOctets: number;
+  /** TCP: times a direction stopped reading at `maxBufferedOctets`, and the most octets one held. */
+  paused: number;
+  peakBufferedOctets: number;
 }
 
-export const RELAY_DEFAULTS = { maxQueued: 100_000, maxPeers: 256, maxBufferedOctets: 16 << 20 } as const;
+export const RELAY_DEFAULTS = {
+  maxQueued: 100_000,
+  maxQueuedOctets: 64 << 20,
+  maxPeers: 256,
+  maxBufferedOctets: 16 << 20,
+} as const;
+
+const newStats = (): RelayStats => ({
+  forwarded: 0,
+  reordered: 0,
+  overflow: 0,
+  refusedPeers: 0,
+  peakQueued: 0,
+  peakQueuedOctets: 0,
+  paused: 0,
+  peakBufferedOctets: 0,
+});
 
 export interface Relay {
   readonly port: number;
@@ -62,32 +91,42 @@ export async function startRelay(spec: RelaySpec): Promise<Relay> {
 
 async function udpRelay(spec: RelaySpec): Promise<Relay> {
   const random = seededRandom(spec.seed);
-  const stats: RelayStats = { forwarded: 0, reordered: 0, overflow: 0, refusedPeers: 0 };
+  const stats = newStats();
   const maxQueued = spec.maxQueued ?? RELAY_DEFAULTS.maxQueued;
+  const maxQueuedOctets = spec.maxQueuedOctets ?? RELAY_DEFAULTS.maxQueuedOctets;
   const maxPeers = spec.maxPeers ?? RELAY_DEFAULTS.maxPeers;
   let queued = 0;
+  let queuedOctets = 0;
   const timers = new Set<NodeJS.Timeout>();
-  const hold = (send: () => void) => {
-    if (queued >= maxQueued) {
+  /** Holds `msg` for its delay, then `send`s it; counted as held until the socket reports it sent. */
+  const hold = (msg: Buffer, send: (m: Buffer, done: () => void) => void) => {
+    if (queued >= maxQueued || queuedOctets + msg.length > maxQueuedOctets) {
       stats.overflow++;
       return;
     }
+    queued++;
+    queuedOctets += msg.length;
+    stats.peakQueued = Math.max(stats.peakQueued, queued);
+    stats.peakQueuedOctets = Math.max(stats.peakQueuedOctets, queuedOctets);
+    const out = () => {
+      stats.forwarded++;
+      send(msg, () => {
+        queued--;
+        queuedOctets -= msg.length;
+      });
+    };
     let ms = spec.delayMs + random() * spec.jitterMs;
     if (spec.reorder > 0 && random() < spec.reorder) {
       ms += reorderGapMs(spec);
       stats.reordered++;
     }
     if (ms <= 0) {
-      stats.forwarded++;
-      send();
+      out();
       return;
     }
-    queued++;
     const t = setTimeout(() => {
       timers.delete(t);
-      queued--;
-      stats.forwarded++;
-      send();
+      out();
     }, ms);
     timers.add(t);
   };
@@ -102,14 +141,14 @@ async function udpRelay(spec: RelaySpec): Promise<Relay> {
         return;
       }
       const sock = dgram.createSocket('udp4');
-      sock.on('message', (back) => hold(() => front.send(back, from.port, from.address)));
+      sock.on('message', (back) => hold(back, (m, done) => front.send(m, from.port, from.address, done)));
       sock.on('error', () => {});
       sock.bind(0, spec.upstreamHost);
       peers.set(key, sock);
       up = sock;
     }
     const u = up;
-    hold(() => u.send(msg, spec.upstreamPort, spec.upstreamHost));
+    hold(msg, (m, done) => u.send(m, spec.upstreamPort, spec.upstreamHost, done));
   });
   front.on('error', () => {});
   front.bind(spec.listenPort, spec.listenHost);
@@ -127,24 +166,35 @@ async function udpRelay(spec: RelaySpec): Promise<Relay> {
 
 async function tcpRelay(spec: RelaySpec): Promise<Relay> {
   const random = seededRandom(spec.seed);
-  const stats: RelayStats = { forwarded: 0, reordered: 0, overflow: 0, refusedPeers: 0 };
+  const stats = newStats();
   const limit = spec.maxBufferedOctets ?? RELAY_DEFAULTS.maxBufferedOctets;
+  const maxPeers = spec.maxPeers ?? RELAY_DEFAULTS.maxPeers;
   const sockets = new Set<net.Socket>();
+  let connections = 0;
   const pipe = (from: net.Socket, to: net.Socket) => {
     let last = 0;
+    // Octets read from `from` and not yet handed to the kernel by `to`: held for their delay, then in
+    // `to`'s write queue while its receiver does not read.
     let buffered = 0;
     from.on('data', (chunk: Buffer) => {
       // Order kept: a chunk leaves no earlier than the one before it.
       const due = Math.max(last, Date.now() + spec.delayMs + random() * spec.jitterMs);
       last = due;
       buffered += chunk.length;
-      if (buffered > limit) from.pause();
+      stats.peakBufferedOctets = Math.max(stats.peakBufferedOctets, buffered);
+      if (buffered > limit && !from.isPaused()) {
+        from.pause();
+        stats.paused++;
+      }
       setTimeout(
         () => {
-          buffered -= chunk.length;
-          if (buffered <= limit) from.resume();
+          const flushed = () => {
+            buffered -= chunk.length;
+            if (buffered <= limit && from.isPaused()) from.resume();
+          };
           stats.forwarded++;
-          if (!to.destroyed) to.write(chunk);
+          if (to.destroyed) flushed();
+          else to.write(chunk, flushed);
         },
         Math.max(0, due - Date.now()),
       );
@@ -154,10 +204,24 @@ async function tcpRelay(spec: RelaySpec): Promise<Relay> {
     from.on('close', () => setTimeout(() => to.destroy(), Math.max(0, last - Date.now()) + 10));
   };
   const server = net.createServer((down) => {
+    if (connections >= maxPeers) {
+      stats.refusedPeers++;
+      down.destroy();
+      return;
+    }
+    // A connection is two sockets, down (accepted) and up (to the upstream); its place frees when both close.
+    connections++;
+    let open = 2;
     down.setNoDelay(true);
     const up = net.connect({ host: spec.upstreamHost, port: spec.upstreamPort });
     up.setNoDelay(true);
-    sockets.add(down).add(up);
+    for (const s of [down, up]) {
+      sockets.add(s);
+      s.once('close', () => {
+        sockets.delete(s);
+        if (--open === 0) connections--;
+      });
+    }
     pipe(down, up);
     pipe(up, down);
   });

@@ -14,6 +14,8 @@ import type { Recorder } from './recorder.js';
 /** Most messages held open (not yet L) per direction; most outstanding RDMA Read Requests tracked. */
 export const MAX_OPEN_MESSAGES = 1024;
 export const MAX_OUTSTANDING_READS = 4096;
+/** Most DDP Streams followed per SCTP association or UDP LLP connection (one per stream id). */
+export const MAX_DDP_STREAMS = 1024;
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 
@@ -239,8 +241,8 @@ export class DdpStream {
     );
   }
 
-  /** Findings for messages left open when the capture ends. */
-  end(frame: number): void {
+  /** Findings for messages left open when the capture (or, `closed`, the connection) ends. */
+  end(frame: number, closed = false): void {
     for (const d of this.dirs.values())
       for (const m of d.open.values())
         this.rec.event(
@@ -248,7 +250,7 @@ export class DdpStream {
           frame,
           d.label,
           'message',
-          `${opcodeName(m.opcode)} not finished at the end of the capture`,
+          `${opcodeName(m.opcode)} not finished at the end of the ${closed ? 'connection' : 'capture'}`,
           [
             note(
               'ddp-incomplete-message',

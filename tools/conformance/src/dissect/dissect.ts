@@ -2,6 +2,8 @@
  * `rddp dissect`: reads a capture and decodes every iWARP connection in it — MPA over TCP (reassembled
  * in both directions from the MPA Request on), DDP over SCTP (raw or UDP-encapsulated) and the UDP LLP —
  * into per-frame events, per-connection summaries and findings, each finding with its clause.
+ * At most `maxConnections` connections, associations and UDP flows are followed at once; one that ends
+ * (TCP FIN both ways or RST, SCTP ABORT or SHUTDOWN COMPLETE, UDP LLP ABORT of every stream) frees its place.
  */
 import { type Capture, readCapture, readCaptureBytes } from '../pcap/read.js';
 import { note } from '../wire/violation.js';
@@ -13,7 +15,12 @@ import { looksLikeSctp, SCTP_UDP_PORT, SctpAssociation } from './sctp.js';
 import { MAX_TCP_OUT_OF_ORDER, MAX_TCP_OUT_OF_ORDER_SEGMENTS, TcpDirection } from './tcp.js';
 import { looksLikeUdpLlpRequest, UdpLlpFlow } from './udp-llp.js';
 
+/** Connections, SCTP associations and UDP flows followed at once unless `maxConnections` says otherwise. */
+export const DEFAULT_MAX_CONNECTIONS = 4096;
+
 export interface DissectOptions extends MpaTcpOptions {
+  /** Most connections, associations and UDP flows followed at once (default 4096); later ones are not decoded. */
+  readonly maxConnections?: number;
   /** UDP ports that carry SCTP (RFC 6951); 9899 always does, and any UDP flow whose first datagram is SCTP. */
   readonly sctpUdpPorts?: readonly number[];
   /** UDP ports that carry the UDP LLP; any flow opened by a well-formed REQUEST is recognized without. */
@@ -25,9 +32,33 @@ interface TcpConn {
   readonly responder: string;
   readonly dirs: Map<string, TcpDirection>;
   readonly mpa: MpaTcpConnection;
+  /** Sides whose FIN was seen (RFC 793 §3.5). */
+  readonly fin: Set<string>;
 }
 
-type UdpFlow = { kind: 'sctp'; assoc: SctpAssociation } | { kind: 'llp'; flow: UdpLlpFlow } | { kind: 'other' };
+type UdpFlow = { kind: 'sctp'; assoc: SctpAssociation } | { kind: 'llp'; flow: UdpLlpFlow };
+
+/** The first chunk type of an SCTP packet (RFC 4960 §3), -1 when it has none. */
+const firstChunk = (p: Uint8Array) => (p.byteLength > 12 ? (p[12] as number) : -1);
+const SCTP_INIT = 1;
+const SCTP_ABORT = 6;
+const SCTP_SHUTDOWN_COMPLETE = 14;
+
+/** Ends a TCP connection: a note per direction still missing octets before held ones, then MPA's end. */
+function finishTcp(c: TcpConn, frame: number, closed: boolean): void {
+  for (const [who, d] of c.dirs)
+    if (d.pending > 0)
+      c.mpa.streamNote(
+        frame,
+        who,
+        note(
+          'tcp-gap',
+          'RFC 793 §3.3',
+          `${d.pending} octets after a gap the ${closed ? 'connection' : 'capture'} never filled`,
+        ),
+      );
+  c.mpa.end(frame, closed);
+}
 
 const pairKey = (a: string, b: string, proto: string) => `${proto}:${[a, b].sort().join('|')}`;
 
@@ -39,6 +70,32 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
   const sctp = new Map<string, SctpAssociation>();
   const sctpPorts = new Set([SCTP_UDP_PORT, ...(options.sctpUdpPorts ?? [])]);
   const llpPorts = new Set(options.udpLlpPorts ?? []);
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  // Flows refused at the limit, remembered (a bounded number of them) so that none is picked up half-way
+  // once a place frees; packets of those not remembered are still counted.
+  const refused = new Set<string>();
+  const maxRefused = Math.max(maxConnections, DEFAULT_MAX_CONNECTIONS);
+  const over = { flows: 0, packets: 0, firstFrame: 0, forgot: false };
+  /** Whether a flow not followed yet may be; `opening`: its first packet (SYN, INIT, REQUEST). */
+  const admit = (key: string, frame: number, opening: boolean): boolean => {
+    const known = refused.has(key);
+    if (known && !opening) {
+      over.packets++;
+      return false;
+    }
+    if (tcp.size + sctp.size + udp.size < maxConnections) {
+      refused.delete(key);
+      return true;
+    }
+    over.packets++;
+    if (over.firstFrame === 0) over.firstFrame = frame;
+    if (known) return false; // its opening again (a retransmitted SYN or INIT): counted already
+    if (refused.size < maxRefused) {
+      refused.add(key);
+      over.flows++;
+    } else over.forgot = true;
+    return false;
+  };
   let ids = 0;
   let last = 0;
   for (const pkt of capture.packets) {
@@ -53,12 +110,14 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
       let c = tcp.get(key);
       if (c && l4.syn && !l4.ackFlag && c.dirs.get(from)) {
         // A new connection on the same ports: finish the old one.
-        c.mpa.end(pkt.frame);
+        finishTcp(c, pkt.frame, true);
         tcp.delete(key);
         c = undefined;
       }
       if (!c) {
-        if (l4.rst || (l4.fin && l4.payload.byteLength === 0)) continue;
+        // Nothing to decode in a reset or an empty segment of a connection not followed.
+        if (l4.rst || (!l4.syn && l4.payload.byteLength === 0)) continue;
+        if (!admit(key, pkt.frame, l4.syn && !l4.ackFlag)) continue;
         const synAck = l4.syn && l4.ackFlag;
         const initiator = synAck ? to : from;
         const responder = synAck ? from : to;
@@ -75,6 +134,7 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
           responder,
           dirs,
           mpa: new MpaTcpConnection(rec, `tcp-${++ids}`, initiator, responder, { ...options, gap }),
+          fin: new Set(),
         };
         tcp.set(key, c);
       }
@@ -93,6 +153,13 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
             `more than ${MAX_TCP_OUT_OF_ORDER} octets or ${MAX_TCP_OUT_OF_ORDER_SEGMENTS} segments after a gap: the rest of this direction is not decoded`,
           ),
         );
+      // RFC 793 §3.5: a reset ends the connection; so do FINs both ways once no octet before them is missing.
+      if (l4.fin) c.fin.add(from);
+      const settled = [...c.dirs.values()].every((d) => d.pending === 0);
+      if (l4.rst || (c.fin.size === 2 && settled)) {
+        finishTcp(c, pkt.frame, true);
+        tcp.delete(key);
+      }
       continue;
     }
     if (l4.proto === 'sctp') {
@@ -104,44 +171,70 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
       const key = pairKey(from, to, 'sctp');
       let a = sctp.get(key);
       if (!a) {
+        const chunk = firstChunk(l4.packet);
+        // The last packet of an association already ended (or never seen) starts none.
+        if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) continue;
+        if (!admit(key, pkt.frame, chunk === SCTP_INIT)) continue;
         a = new SctpAssociation(rec, `sctp-${++ids}`, false);
         sctp.set(key, a);
       }
       a.packet(pkt.frame, from, to, l4.packet);
+      if (a.closed) {
+        a.end(pkt.frame, true);
+        sctp.delete(key);
+      }
       continue;
     }
-    // UDP: SCTP over UDP (RFC 6951), the UDP LLP, or neither.
+    // UDP: SCTP over UDP (RFC 6951), the UDP LLP, or neither (nothing kept for those).
     const from = `${p.src}:${l4.srcPort}`;
     const to = `${p.dst}:${l4.dstPort}`;
     const key = pairKey(from, to, 'udp');
     let f = udp.get(key);
     if (!f) {
       const pl = l4.payload;
-      if (sctpPorts.has(l4.srcPort) || sctpPorts.has(l4.dstPort) || looksLikeSctp(pl))
+      if (sctpPorts.has(l4.srcPort) || sctpPorts.has(l4.dstPort) || looksLikeSctp(pl)) {
+        const chunk = firstChunk(pl);
+        if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) continue;
+        if (!admit(key, pkt.frame, chunk === SCTP_INIT)) continue;
         f = { kind: 'sctp', assoc: new SctpAssociation(rec, `sctp-udp-${++ids}`, true) };
-      else if (llpPorts.has(l4.srcPort) || llpPorts.has(l4.dstPort) || looksLikeUdpLlpRequest(pl))
+      } else if (llpPorts.has(l4.srcPort) || llpPorts.has(l4.dstPort) || looksLikeUdpLlpRequest(pl)) {
+        if (!admit(key, pkt.frame, looksLikeUdpLlpRequest(pl))) continue;
         f = { kind: 'llp', flow: new UdpLlpFlow(rec, `udp-llp-${++ids}`) };
-      else f = { kind: 'other' };
+      } else continue;
       udp.set(key, f);
     }
-    if (f.kind === 'sctp') f.assoc.packet(pkt.frame, from, to, l4.payload);
-    else if (f.kind === 'llp') f.flow.datagram(pkt.frame, from, to, l4.payload);
+    if (f.kind === 'sctp') {
+      f.assoc.packet(pkt.frame, from, to, l4.payload);
+      if (f.assoc.closed) {
+        f.assoc.end(pkt.frame, true);
+        udp.delete(key);
+      }
+    } else {
+      f.flow.datagram(pkt.frame, from, to, l4.payload);
+      if (f.flow.closed) {
+        f.flow.end(pkt.frame, true);
+        udp.delete(key);
+      }
+    }
   }
-  for (const c of tcp.values()) {
-    for (const [who, d] of c.dirs)
-      if (d.pending > 0)
-        c.mpa.streamNote(
-          last,
-          who,
-          note('tcp-gap', 'RFC 793 §3.3', `${d.pending} octets after a gap the capture never filled`),
-        );
-    c.mpa.end(last);
-  }
+  for (const c of tcp.values()) finishTcp(c, last, false);
   for (const a of sctp.values()) a.end(last);
   for (const f of udp.values()) {
     if (f.kind === 'sctp') f.assoc.end(last);
-    else if (f.kind === 'llp') f.flow.end(last);
+    else f.flow.end(last);
   }
+  if (over.packets > 0)
+    rec.captureEvent(
+      over.firstFrame,
+      `connections beyond ${maxConnections} at once not decoded: ${over.flows}${over.forgot ? ' or more' : ''}`,
+      [
+        note(
+          'dissect-connection-limit',
+          'docs/CONFORMANCE.md "Limits"',
+          `more than ${maxConnections} connections, associations and UDP flows at once (--max-connections): ${over.flows}${over.forgot ? ' or more' : ''} not decoded, ${over.packets} packets skipped`,
+        ),
+      ],
+    );
   rec.events.sort((a, b) => a.frame - b.frame);
   return {
     ...(file !== undefined ? { file } : {}),

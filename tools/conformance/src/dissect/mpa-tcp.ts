@@ -268,18 +268,19 @@ export class MpaTcpConnection {
     if (this.conn) this.rec.event(this.conn, frame, this.dirLabel(from), 'stream', v.message, [v]);
   }
 
-  /** The capture ended. */
-  end(frame: number): void {
+  /** The capture ended, or (`closed`) the TCP connection did. */
+  end(frame: number, closed = false): void {
     if (!this.conn) return;
+    const what = closed ? 'connection' : 'capture';
     if (this.state === 'reply')
-      this.rec.event(this.conn, frame, this.dirLabel(this.responder), 'stream', 'no MPA Reply in the capture', [
-        note('mpa-no-reply', 'RFC 5044 §7.1', 'the capture ends before an MPA Reply'),
+      this.rec.event(this.conn, frame, this.dirLabel(this.responder), 'stream', `no MPA Reply in the ${what}`, [
+        note('mpa-no-reply', 'RFC 5044 §7.1', `the ${what} ends before an MPA Reply`),
       ]);
     for (const [who, r] of this.readers) {
       const v = r.end();
-      if (v.length > 0) this.rec.event(this.conn, frame, this.dirLabel(who), 'stream', 'end of capture', v);
+      if (v.length > 0) this.rec.event(this.conn, frame, this.dirLabel(who), 'stream', `end of ${what}`, v);
     }
-    this.ddp?.end(frame);
+    this.ddp?.end(frame, closed);
   }
 
   get isMpa(): boolean {

@@ -25,6 +25,12 @@ export class Recorder {
     return c;
   }
 
+  /** A finding about the capture as a whole (a limit of the dissector), under connection "capture". */
+  captureEvent(frame: number, summary: string, violations: readonly Violation[]): void {
+    this.events.push({ frame, connection: 'capture', direction: '', kind: 'stream', summary, violations });
+    for (const v of violations) this.findings.push({ ...v, frame, connection: 'capture', direction: '' });
+  }
+
   event(
     conn: ConnectionSummary,
     frame: number,

@@ -7,7 +7,7 @@
  */
 import { crc32c } from '../wire/crc.js';
 import { note, reject, type Violation, warn } from '../wire/violation.js';
-import { DdpStream } from './ddp-stream.js';
+import { DdpStream, MAX_DDP_STREAMS } from './ddp-stream.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
 
@@ -108,6 +108,9 @@ export class SctpAssociation {
   private initiator: string | undefined;
   private responder: string | undefined;
   private adaptation = new Map<string, boolean>();
+  /** An ABORT or SHUTDOWN COMPLETE was seen. */
+  closed = false;
+  private streamsFull = false;
 
   constructor(
     private readonly rec: Recorder,
@@ -234,6 +237,8 @@ export class SctpAssociation {
     }
     if (type === 6 || type === 7 || type === 8 || type === 14 || type === 9)
       this.rec.event(conn, frame, label, 'sctp-chunk', name);
+    // RFC 4960 §9.1, §9.2: ABORT and SHUTDOWN COMPLETE end the association.
+    if (type === 6 || type === 14) this.closed = true;
     else if (type === 64)
       this.rec.event(conn, frame, label, 'sctp-chunk', name, [
         note('sctp-i-data', 'RFC 8260', 'I-DATA chunks are not decoded'),
@@ -298,9 +303,23 @@ export class SctpAssociation {
     this.message(conn, frame, from, to, label, parts[0] as Fragment, msg);
   }
 
-  private stream(conn: ConnectionSummary, sid: number): DdpStream {
+  /** The DDP Stream on SCTP stream `sid`; undefined past MAX_DDP_STREAMS (noted once). */
+  private stream(conn: ConnectionSummary, sid: number, frame: number, label: string): DdpStream | undefined {
     let d = this.streams.get(sid);
     if (!d) {
+      if (this.streams.size >= MAX_DDP_STREAMS) {
+        if (!this.streamsFull) {
+          this.streamsFull = true;
+          this.rec.event(conn, frame, label, 'sctp-chunk', `SCTP stream ${sid}: not decoded`, [
+            note(
+              'sctp-stream-limit',
+              'RFC 5043 §5.2',
+              `DDP Segments on more than ${MAX_DDP_STREAMS} SCTP streams: those on further streams are not decoded`,
+            ),
+          ]);
+        }
+        return undefined;
+      }
       d = new DdpStream(this.rec, conn, { ordered: true, name: `SCTP stream ${sid}` });
       this.streams.set(sid, d);
     }
@@ -320,7 +339,7 @@ export class SctpAssociation {
     if (f.unordered) v.push(warn('sctp-unordered', 'RFC 5043 §5.2', 'DDP over an unordered SCTP message (U bit set)'));
     if (f.ppid === PPID_DDP_SEGMENT) {
       conn.segments++;
-      this.stream(conn, f.sid).segment(frame, label, msg, v, `SCTP stream ${f.sid} PPID 16 · `);
+      this.stream(conn, f.sid, frame, label)?.segment(frame, label, msg, v, `SCTP stream ${f.sid} PPID 16 · `);
       return;
     }
     if (f.ppid === PPID_DDP_SESSION_CONTROL) {
@@ -360,7 +379,8 @@ export class SctpAssociation {
     ]);
   }
 
-  end(frame: number): void {
-    for (const d of this.streams.values()) d.end(frame);
+  /** The capture ended, or (`closed`) the association did. */
+  end(frame: number, closed = false): void {
+    for (const d of this.streams.values()) d.end(frame, closed);
   }
 }

@@ -5,8 +5,8 @@
  * carries one ULPDU on one stream; the LLP may lose or reorder datagrams, so MSN order is not checked.
  */
 import { crc32c } from '../wire/crc.js';
-import { reject, type Violation } from '../wire/violation.js';
-import { DdpStream } from './ddp-stream.js';
+import { note, reject, type Violation } from '../wire/violation.js';
+import { DdpStream, MAX_DDP_STREAMS } from './ddp-stream.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
 
@@ -39,6 +39,8 @@ const HEADER = 16;
 const SETUP = 12;
 const COOKIE = 16;
 const CLAUSE = 'UDP LLP wire format (docs/UDP-LLP.md)';
+/** Stream id of an ABORT that ends every stream of the connection. */
+const ALL_STREAMS = 65535;
 
 const u16 = (b: Uint8Array, o: number) => (((b[o] as number) << 8) | (b[o + 1] as number)) >>> 0;
 const u32 = (b: Uint8Array, o: number) =>
@@ -87,6 +89,9 @@ function setupText(body: Uint8Array): string | undefined {
 export class UdpLlpFlow {
   private conn: ConnectionSummary | undefined;
   private readonly streams = new Map<number, DdpStream>();
+  /** An ABORT of every stream (Stream id 65535) was seen: the connection is over. */
+  closed = false;
+  private streamsFull = false;
 
   constructor(
     private readonly rec: Recorder,
@@ -122,6 +127,19 @@ export class UdpLlpFlow {
     if (h.type === 4) {
       conn.segments++;
       let s = this.streams.get(h.streamId);
+      if (!s && this.streams.size >= MAX_DDP_STREAMS) {
+        if (this.streamsFull) return;
+        this.streamsFull = true;
+        v.push(
+          note(
+            'udp-llp-stream-limit',
+            CLAUSE,
+            `DATA on more than ${MAX_DDP_STREAMS} streams: those on further streams are not decoded`,
+          ),
+        );
+        this.rec.event(conn, frame, label, 'udp-llp', `${head}: not decoded`, v);
+        return;
+      }
       if (!s) {
         s = new DdpStream(this.rec, conn, { ordered: false, name: `UDP LLP stream ${h.streamId}` });
         this.streams.set(h.streamId, s);
@@ -143,11 +161,13 @@ export class UdpLlpFlow {
       const code = body.byteLength >= 2 ? u16(body, 0) : 0;
       text += `: ${ABORT_CODES[code] ?? `code ${code}`}`;
       conn.terminates.push({ frame, direction: label, name: `ABORT (${ABORT_CODES[code] ?? code})` });
+      if (h.streamId === ALL_STREAMS) this.closed = true;
     }
     this.rec.event(conn, frame, label, 'udp-llp', text, v);
   }
 
-  end(frame: number): void {
-    for (const s of this.streams.values()) s.end(frame);
+  /** The capture ended, or (`closed`) the connection did. */
+  end(frame: number, closed = false): void {
+    for (const s of this.streams.values()) s.end(frame, closed);
   }
 }
