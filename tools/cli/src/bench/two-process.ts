@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../node-flags.js';
 
 /** The CLI the figures run (`tools/cli/dist/main.js`, from src/bench and dist/bench alike). */
 export const RDDP_MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
@@ -25,8 +26,9 @@ interface Ran {
   readonly err: string;
 }
 
+/** Starts `node` with rddp's V8 flags (the same for rddp and the raw baselines) on `args`. */
 function start(cmd: string, args: readonly string[]): { child: ChildProcess; done: Promise<Ran> } {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, [...NODE_FLAGS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d) => (out += d));
