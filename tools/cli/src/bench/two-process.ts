@@ -26,9 +26,10 @@ interface Ran {
   readonly err: string;
 }
 
-/** Starts `node` with rddp's V8 flags (the same for rddp and the raw baselines) on `args`. */
+/** Starts `cmd`; `node` (this process's) with rddp's V8 flags, the same for rddp and the raw baselines. */
 function start(cmd: string, args: readonly string[]): { child: ChildProcess; done: Promise<Ran> } {
-  const child = spawn(cmd, [...NODE_FLAGS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = cmd === process.execPath ? [...NODE_FLAGS, ...args] : args;
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d) => (out += d));
