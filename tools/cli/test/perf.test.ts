@@ -1,5 +1,5 @@
 import { loopbackModule } from '@rddp/llp-loopback';
-import { createStack } from '@rddp/stack';
+import { createStack, type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
 import { type CompletionQueue, Device } from '@rddp/verbs';
 import { describe, expect, it } from 'vitest';
 import { perfLoopback, perfParams } from '../src/commands/perf.js';
@@ -56,7 +56,26 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     expect(() => perfParams('write_bandwidth', { ...base, transport: 'tcp' })).toThrow(/unknown test/);
     expect(() => perfParams('write_bw', { ...base, transport: 'tcp', size: '0' })).toThrow(/-s must be/);
     expect(() => perfParams('write_bw', { ...base, transport: 'tcp', cqMod: '0' })).toThrow(/--cq-mod must be/);
+    expect(() => perfParams('read_bw', { ...base, transport: 'tcp', outs: '129' })).toThrow(/--outs must be/);
   });
+
+  it('-o N (perftest --outs): the client keeps N RDMA Reads outstanding (its ORD), the server serves up to 128 (its IRD), RFC 5040 §6.1', async () => {
+    const stack = createStack(loopbackModule());
+    const [c, s] = await stack.pair({ host: 'perf-outs', port: 0 });
+    const built: { role: string; ord: number; ird: number }[] = [];
+    const rdmapFactory: RdmapStreamBuilder = (llp, request) => {
+      const r = rdmapStreamOn(llp, request);
+      built.push({ role: r.role, ord: r.ord, ird: r.ird });
+      return r;
+    };
+    const serving = perfServe(s, 'ietf', () => {}, 0, { rdmapFactory });
+    const params = { test: 'read_bw', sizes: [4096], iters: 200, txDepth: 64, outs: 32, verify: true } as const;
+    const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { rdmapFactory });
+    await serving;
+    expect(r?.verified).toBe(true);
+    expect(built).toContainEqual(expect.objectContaining({ role: 'initiator', ord: 32 }));
+    expect(built).toContainEqual(expect.objectContaining({ role: 'responder', ird: 128 }));
+  }, 30_000);
 
   it('-Q N (perftest --cq-mod): through verbs, one send work request in N is signaled and the last one; every operation counts', async () => {
     /** A device that keeps the completion queues made on it (the session's send CQ is the first). */

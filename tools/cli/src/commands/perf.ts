@@ -13,6 +13,8 @@ import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js'
 import {
   aggregate,
   DEFAULT_CQ_MOD,
+  DEFAULT_OUTS,
+  PERF_MAX_OUTS,
   PERF_TESTS,
   type PerfClientOptions,
   type PerfParams,
@@ -55,6 +57,8 @@ export interface PerfOptions {
   txDepth: string;
   /** Bandwidth tests: one send work request in this many is signaled (perftest's -Q). */
   cqMod?: string;
+  /** Reads and atomics outstanding (perftest's -o / --outs). */
+  outs?: string;
   json?: boolean;
   verify: boolean;
   loopback?: boolean;
@@ -101,6 +105,7 @@ export function perfParams(test: string, o: PerfOptions): PerfParams {
     ...(o.duration !== undefined ? { durationS: int('-D', o.duration, 1, PERF_MAX_DURATION_S) } : {}),
     txDepth: int('--tx-depth', o.txDepth, 1, PERF_MAX_TX_DEPTH),
     ...(o.cqMod !== undefined ? { cqMod: int('--cq-mod', o.cqMod, 1, PERF_MAX_TX_DEPTH) } : {}),
+    ...(o.outs !== undefined ? { outs: int('--outs', o.outs, 1, PERF_MAX_OUTS) } : {}),
     verify: o.verify,
   };
 }
@@ -408,6 +413,11 @@ export function registerPerf(program: Command): void {
       '64',
     )
     .option('--outstanding <n>', 'alias of --tx-depth', integerIn(1, PERF_MAX_TX_DEPTH))
+    .option(
+      '-o, --outs <n>',
+      `client: RDMA Reads and atomics outstanding at once (the ORD; default ${DEFAULT_OUTS}, at most ${PERF_MAX_OUTS}, what the server serves)`,
+      integerIn(1, PERF_MAX_OUTS),
+    )
     .option(
       '-Q, --cq-mod <n>',
       `client, bandwidth tests: signal one send work request in n (CQ moderation; default ${DEFAULT_CQ_MOD}, at most the tx-depth)`,

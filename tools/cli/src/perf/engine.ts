@@ -56,8 +56,14 @@ export interface PerfParams {
    * 100, at most the tx-depth); the others complete silently, counted by the signaled one after them.
    */
   readonly cqMod?: number;
+  /** RDMA Reads and atomics outstanding at once (perftest's `--outs`: the ORD, RFC 5040 §6.1). */
+  readonly outs?: number;
   readonly verify: boolean;
 }
+
+/** Reads and atomics a client keeps outstanding by default (`--outs`), and the most it may ask for (the server's IRD). */
+export const DEFAULT_OUTS = 16;
+export const PERF_MAX_OUTS = 128;
 
 export type PerfResult =
   | { kind: 'bw'; row: BwRow; verified: boolean }
@@ -200,6 +206,9 @@ export async function perfServe(
     ...(options.device ? { device: options.device } : {}),
     // The server answers one message at a time (READY, credits, echoes, write_lat's replies).
     maxSendWr: CONTROL_SENDS * 4,
+    // Reads and atomics a client may have outstanding (its --outs) are served at once, up to the most
+    // --outs allows (RFC 5040 §6.1: the requester's ORD must not exceed the responder's IRD).
+    ird: PERF_MAX_OUTS,
     maxRecvWr: 1 + CONTROL_RECEIVES + SEND_RECEIVES,
   });
   const watch = new PeerWatch(conn, s.qp.terminate$);
@@ -328,6 +337,7 @@ export async function perfClient(
     ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
     ...(options.device ? { device: options.device } : {}),
     maxSendWr: p.txDepth + CONTROL_SENDS,
+    ord: p.outs ?? DEFAULT_OUTS,
     maxRecvWr: CONTROL_RECEIVES + SEND_CREDIT_BATCH,
   });
   const watch = new PeerWatch(conn, s.qp.terminate$);

@@ -34,6 +34,9 @@ export interface PerfSessionOptions {
   readonly maxSendWr: number;
   /** Receive work requests outstanding at most. */
   readonly maxRecvWr: number;
+  /** RDMA Reads and atomics this end has outstanding at most (ORD) and serves at once (IRD), RFC 5040 §6.1. */
+  readonly ord?: number;
+  readonly ird?: number;
 }
 
 /** A receive that completed: its element (posted again with `repost`) and how many octets arrived. */
@@ -62,6 +65,8 @@ export class PerfSession {
       recvCq: this.device.createCq(),
       maxSendWr: options.maxSendWr,
       maxRecvWr: options.maxRecvWr,
+      ...(options.ord !== undefined ? { ord: options.ord } : {}),
+      ...(options.ird !== undefined ? { ird: options.ird } : {}),
       sqSigAll: false,
       profile: options.profile,
     });
