@@ -361,9 +361,8 @@ export const CASES: readonly ConformanceCase[] = [
     roles: serverOnly,
     error: true,
     async run(ctx) {
-      const p = await openServer(ctx);
-      p.s.send(new Uint8Array(16));
-      // The client may have sent its first Send already; the kit's early FPDU must still not be taken.
+      // The early FPDU leaves in the Reply's segment: the client has it before it can send its first FPDU.
+      const p = await openServer(ctx, { withReply: (s) => s.send(new Uint8Array(16)) });
       for (let i = 0; i < 4; i++) {
         const m = await p.s.nextOrEnd();
         if (!m) break;

@@ -113,6 +113,16 @@ export class WireConn {
     this.socket.write(b);
   }
 
+  /** Runs `writes` with the socket corked: what they write leaves in one TCP segment (one write call). */
+  together(writes: () => void): void {
+    this.socket.cork();
+    try {
+      writes();
+    } finally {
+      this.socket.uncork();
+    }
+  }
+
   /** Takes `n` received octets. */
   consume(n: number): Buffer {
     const out = this.buf.subarray(0, n);

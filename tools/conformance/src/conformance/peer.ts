@@ -64,7 +64,7 @@ export async function openClient(
 /** Server role: the client's MPA Request answered, and its RTR taken (and a Read RTR answered). */
 export async function openServer(
   ctx: CaseContext,
-  o: { reply?: FrameOverrides; enhanced?: Partial<EnhancedSetup> } = {},
+  o: { reply?: FrameOverrides; enhanced?: Partial<EnhancedSetup>; withReply?: (s: KitSession) => void } = {},
 ): Promise<Peer> {
   const conn = await ctx.accept();
   const s = await KitSession.accept(conn, ctx.mode, ctx.waitMs, o);

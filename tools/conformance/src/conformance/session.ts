@@ -141,7 +141,7 @@ export class KitSession {
     conn: WireConn,
     mode: Mode,
     waitMs: number,
-    o: { reply?: FrameOverrides; enhanced?: Partial<EnhancedSetup> } = {},
+    o: { reply?: FrameOverrides; enhanced?: Partial<EnhancedSetup>; withReply?: (s: KitSession) => void } = {},
   ): Promise<KitSession> {
     const request = await readMpaFrame(conn, 'request', waitMs);
     const rev = o.reply?.rev ?? Math.min(request.rev, mode.mpaRev);
@@ -168,18 +168,25 @@ export class KitSession {
         : {}),
       ...o.reply,
     });
-    conn.write(reply);
     // RFC 5044 Appendix C: a Rev 0 Reply means the RDMAC profile, Markers and CRCs both ways.
-    if (rev === 0) return new KitSession(conn, true, true, true, 0, waitMs, request);
-    return new KitSession(
-      conn,
-      (o.reply?.crc ?? crc) || request.crc,
-      request.markers,
-      o.reply?.markers ?? mode.markers,
-      rev,
-      waitMs,
-      request,
-    );
+    const s =
+      rev === 0
+        ? new KitSession(conn, true, true, true, 0, waitMs, request)
+        : new KitSession(
+            conn,
+            (o.reply?.crc ?? crc) || request.crc,
+            request.markers,
+            o.reply?.markers ?? mode.markers,
+            rev,
+            waitMs,
+            request,
+          );
+    // `withReply` writes right behind the Reply, in the same segment: the client has it before it can send.
+    conn.together(() => {
+      conn.write(reply);
+      o.withReply?.(s);
+    });
+    return s;
   }
 
   /** Sends one ULPDU as an FPDU (faults: the codec's fault-planting options). */
