@@ -150,7 +150,9 @@ export class FpduWriter {
     /** Octets from the ULPDU_Length field to here: the FPDUPTR of a Marker placed here. */
     let since = 2;
     for (let i = 0; i < parts.length; i++) {
-      const p = parts[i] as Uint8Array;
+      const part = parts[i] as Uint8Array;
+      // Pieces as Buffers: the socket takes them as they are (a Uint8Array it would wrap once more, per piece).
+      const p = Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.byteLength);
       const e = p.byteLength;
       // One CRC pass over the part and the Markers that will split it (not one per piece).
       if (crcOn) crc = crc32cMarked(p, 0, e, crc, this.room, since);
