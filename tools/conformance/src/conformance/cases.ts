@@ -796,11 +796,14 @@ export const CASES: readonly ConformanceCase[] = [
     async run(ctx) {
       const p = await open(ctx);
       const { dst } = await serverToSink(p);
-      p.s.write(dst.rkey, dst.addr, pingText(0, 16));
       const inv = p.s.untagged(Opcode.SendWithInvalidate, 0, new Uint8Array(16), { invalidateStag: dst.rkey });
-      p.s.sendUlpdu(inv);
       const u = p.s.tagged(Opcode.RdmaWrite, dst.rkey, dst.addr, pingText(1, 16));
-      p.s.sendUlpdu(u);
+      // One segment: an rping client whose last ping the Send completes must meet the Write before it closes.
+      p.s.conn.together(() => {
+        p.s.write(dst.rkey, dst.addr, pingText(0, 16));
+        p.s.sendUlpdu(inv);
+        p.s.sendUlpdu(u);
+      });
       const r = await expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x00], ulpdu: u });
       if (r.verdict === 'PASS') return pass(`Write after the invalidation: ${r.evidence}`);
       // RFC 5040 §5.3: an STag the target will not invalidate is answered with "STag cannot be Invalidated".
