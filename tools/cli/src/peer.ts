@@ -88,3 +88,10 @@ export function endWithin(connection: LlpConnection, closed$: Observable<unknown
     });
   });
 }
+
+/** One `--debug` line per Terminate sent, received, or dropped unsent (RFC 5040 §7.1, RFC 5044 §7.1.2). */
+export function describeTerminateEvent(t: RdmapTerminateEvent): string {
+  return t.direction === 'not-sent'
+    ? `Terminate not sent (${t.notSentReason}): ${t.description}`
+    : `Terminate ${t.direction}: ${t.description}`;
+}

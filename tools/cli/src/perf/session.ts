@@ -15,7 +15,7 @@ import {
   type Sge,
   type WorkCompletion,
 } from '@rddp/verbs';
-import { endWithin } from '../peer.js';
+import { describeTerminateEvent, endWithin } from '../peer.js';
 
 /** Page-aligned, address-like base TOs, so advertised addresses look like perftest's (virtual addresses). */
 let nextBase = 0x7e00_0000_0000n;
@@ -79,13 +79,7 @@ export class PerfSession {
     });
     this.qp.recvCq.completions$.subscribe((wc) => this.onReceive(wc));
     const debug = options.debug;
-    this.qp.terminate$.subscribe((t) =>
-      debug?.(
-        t.direction === 'not-sent'
-          ? `Terminate not sent (${t.notSentReason}): ${t.description}`
-          : `Terminate ${t.direction}: ${t.description}`,
-      ),
-    );
+    if (debug) this.qp.terminate$.subscribe((t) => debug(describeTerminateEvent(t)));
     this.qp.closed$.subscribe((ev) => {
       this.ended = ev.error ?? new Error('the connection closed');
       for (const w of this.waiters.splice(0)) w.reject(this.ended);

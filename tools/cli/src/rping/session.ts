@@ -9,7 +9,7 @@ import {
   type SendCompletion,
 } from '@rddp/rdmap';
 import { type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
-import { endWithin } from '../peer.js';
+import { describeTerminateEvent, endWithin } from '../peer.js';
 
 export { Access };
 
@@ -55,13 +55,7 @@ export class RdmaSession {
       if (w) w.resolve(c);
       else this.received.push(c);
     });
-    this.rdmap.terminate$.subscribe((t) =>
-      debug?.(
-        t.direction === 'not-sent'
-          ? `Terminate not sent (${t.notSentReason}): ${t.description}`
-          : `Terminate ${t.direction}: ${t.description}`,
-      ),
-    );
+    if (debug) this.rdmap.terminate$.subscribe((t) => debug(describeTerminateEvent(t)));
     this.rdmap.closed$.subscribe((ev) => {
       this.ended = ev.error ?? new Error('the connection closed');
       for (const w of this.waiters.splice(0)) w.reject(this.ended);
