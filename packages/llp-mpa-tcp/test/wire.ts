@@ -24,10 +24,18 @@ export interface Capture {
   dispose(): void;
 }
 
-export async function startCapture(port: number): Promise<Capture> {
-  const dir = mkdtempSync(join(tmpdir(), 'rddp-mpa-wire-'));
-  const file = join(dir, 'capture.pcapng');
-  const child: ChildProcess = spawn(TSHARK, ['-i', 'lo', '-w', file, '-f', `tcp port ${port}`], {
+/**
+ * `tshark -i lo -w file -f filter`, resolved once it captures and `settleMs` later (the kernel filter is
+ * live a moment after "Capturing on"); rejects with tshark's stderr when it cannot capture. `bufferMiB`:
+ * the capture buffer (bursts of 64 KiB segments on lo overflow the default 2 MiB).
+ */
+export async function tsharkOn(
+  file: string,
+  filter: string,
+  o: { settleMs?: number; bufferMiB?: number } = {},
+): Promise<ChildProcess> {
+  const buffer = o.bufferMiB ? ['-B', String(o.bufferMiB)] : [];
+  const child: ChildProcess = spawn(TSHARK, ['-i', 'lo', ...buffer, '-w', file, '-f', filter], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -42,11 +50,17 @@ export async function startCapture(port: number): Promise<Capture> {
     });
     child.once('exit', (code) => {
       clearTimeout(t);
-      reject(new Error(`tshark exited (${code}) before capturing: ${stderr}`));
+      reject(new Error(`tshark exited (${code}) before capturing: ${stderr.trim()}`));
     });
   });
-  // "Capturing on" is printed as the capture opens; give the kernel filter a moment to attach.
-  await new Promise((r) => setTimeout(r, 300));
+  await new Promise((r) => setTimeout(r, o.settleMs ?? 300));
+  return child;
+}
+
+export async function startCapture(port: number): Promise<Capture> {
+  const dir = mkdtempSync(join(tmpdir(), 'rddp-mpa-wire-'));
+  const file = join(dir, 'capture.pcapng');
+  const child = await tsharkOn(file, `tcp port ${port}`);
   return {
     async stop() {
       await new Promise((r) => setTimeout(r, 300));

@@ -4,7 +4,7 @@
  * capabilities): skipped with a message, except in CI (.ci/run installs tshark and runs as root), where
  * either fails the test.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import type { LlpStream } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { dissectFile } from '../../../tools/conformance/src/dissect/index.js';
+import { tsharkOn } from '../../llp-mpa-tcp/test/wire.js';
 import { sctp } from '../src/index.js';
 import { until } from './harness.js';
 
@@ -19,27 +20,8 @@ const TSHARK = process.env.TSHARK ?? '/usr/bin/tshark';
 const haveTshark = existsSync(TSHARK);
 
 /** Starts `tshark -i lo`; resolves once it captures, rejects with its stderr when it cannot. */
-async function startCapture(file: string, filter: string): Promise<ChildProcess> {
-  const cap = spawn(TSHARK, ['-i', 'lo', '-w', file, '-f', filter], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`tshark did not start capturing: ${stderr}`)), 20_000);
-    cap.stderr?.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (/Capture started|Capturing on/.test(stderr)) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-    cap.once('exit', (code) => {
-      clearTimeout(t);
-      reject(new Error(`tshark exited (${code}) before capturing: ${stderr.trim()}`));
-    });
-  });
-  // "Capturing on" is printed as the capture opens; the kernel filter is live a moment later.
-  await new Promise((r) => setTimeout(r, 1000));
-  return cap;
-}
+const startCapture = (file: string, filter: string): Promise<ChildProcess> =>
+  tsharkOn(file, filter, { settleMs: 1000 });
 
 /** One SCTP user message as tshark reassembled it, with the header fields of its DATA chunks. */
 interface Message {

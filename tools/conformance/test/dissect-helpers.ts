@@ -2,15 +2,17 @@
  * Helpers for the dissector's tests: capture on lo with tshark, run `tools/rddp` as separate processes,
  * read what tshark's iWARP dissectors make of a capture, and build MPA streams with the kit's own codec.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+/** The one tshark capture starter of the wire tests. */
+import { TSHARK, tsharkOn } from '../../../packages/llp-mpa-tcp/test/wire.js';
 import { type EncodeFpduOptions, encodeFpdu } from '../src/index.js';
 
-export const TSHARK = process.env.TSHARK ?? '/usr/bin/tshark';
+export { TSHARK };
 /** Separate `tools/rddp` processes and free ports: the CLI tests' helpers. */
 export { freePort, RDDP, run as rddp } from '../../cli/test/procs.js';
 
@@ -28,26 +30,7 @@ export function tempDir(): { dir: string; dispose(): void } {
 
 /** `tshark -i lo -w file -f filter`, resolved once it captures; stop() ends it after the traffic. */
 export async function startCapture(file: string, filter: string): Promise<{ stop(): Promise<void> }> {
-  // A 64 MiB capture buffer: bursts of 64 KiB segments on lo overflow the default 2 MiB.
-  const child: ChildProcess = spawn(TSHARK, ['-i', 'lo', '-B', '64', '-w', file, '-f', filter], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  await new Promise<void>((res, rej) => {
-    const t = setTimeout(() => rej(new Error(`tshark did not start capturing: ${stderr}`)), 20_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (/Capture started|Capturing on/.test(stderr)) {
-        clearTimeout(t);
-        res();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(t);
-      rej(new Error(`tshark exited (${code}) before capturing: ${stderr}`));
-    });
-  });
-  await new Promise((r) => setTimeout(r, 1000));
+  const child = await tsharkOn(file, filter, { bufferMiB: 64, settleMs: 1000 });
   return {
     async stop() {
       await new Promise((r) => setTimeout(r, 500));
