@@ -271,6 +271,14 @@ export class FpduReader {
     return n;
   }
 
+  /**
+   * The oldest received octets the reader still holds a view of: the start of a partial FPDU, or the
+   * first chunk held while stopped. Those views must stay valid (their buffer is not read into again).
+   */
+  get firstHeld(): Uint8Array | undefined {
+    return this.pieces[0] ?? this.held[0];
+  }
+
   /** Stops for good: nothing more is parsed or handed up. */
   kill(): void {
     this.state = S_DEAD;

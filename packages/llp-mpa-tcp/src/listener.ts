@@ -29,6 +29,7 @@ import {
   resolveParams,
 } from './negotiation.js';
 import type { ResolvedTransportOptions } from './options.js';
+import { adoptAccepted, dropChunk, SocketReceiver } from './socket-rx.js';
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
@@ -89,16 +90,16 @@ export class MpaTcpListener extends BaseLlpListener {
     this.reportError(error);
   }
 
-  private onSocket(socket: Socket): void {
-    socket.on('error', noop);
+  private onSocket(accepted: Socket): void {
+    accepted.on('error', noop);
     if (this.closed) {
-      socket.destroy();
+      accepted.destroy();
       return;
     }
-    const remote: LlpAddress = { host: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+    const remote: LlpAddress = { host: accepted.remoteAddress ?? '', port: accepted.remotePort ?? 0 };
     // Resource limits: a peer beyond them gets a reset, the ULP a typed error — never an unbounded queue.
     const o = this.options;
-    const source = sourceOf(socket.remoteAddress ?? '');
+    const source = sourceOf(accepted.remoteAddress ?? '');
     const fromSource = this.pendingBySource.get(source) ?? 0;
     const which =
       this.attempts.size >= o.maxPendingStartups
@@ -109,13 +110,17 @@ export class MpaTcpListener extends BaseLlpListener {
             ? `${o.maxConnections} connections`
             : undefined;
     if (which !== undefined) {
-      socket.resetAndDestroy();
+      accepted.resetAndDestroy();
       this.report(
         new ResourceLimitError(`listener: ${which}`, `connection from ${remote.host}:${remote.port}`),
         remote,
       );
       return;
     }
+    // The server accepts paused: the socket moves to one that reads into its own arena (socket-rx.ts).
+    const rx = new SocketReceiver();
+    const socket = adoptAccepted(accepted, rx, true);
+    socket.on('error', noop);
     socket.setNoDelay(this.options.noDelay);
     const timeoutMs = this.options.handshakeTimeoutMs;
     const collector = new FrameCollector('request');
@@ -123,7 +128,7 @@ export class MpaTcpListener extends BaseLlpListener {
     let conn: MpaTcpConnection | null = null;
 
     const detach = () => {
-      socket.off('data', onData);
+      if (rx.onChunk === onData) rx.onChunk = dropChunk; // the stream may have taken over
       socket.off('end', onGone);
       socket.off('close', onGone);
     };
@@ -236,6 +241,7 @@ export class MpaTcpListener extends BaseLlpListener {
       const c = new MpaTcpConnection({
         role: 'responder',
         socket,
+        rx,
         negotiated,
         localPrivateData: localPd,
         remotePrivateData: offer.ulpPrivateData,
@@ -264,7 +270,7 @@ export class MpaTcpListener extends BaseLlpListener {
       });
     };
 
-    socket.on('data', onData);
+    rx.onChunk = onData;
     socket.on('end', onGone);
     socket.on('close', onGone);
   }

@@ -20,10 +20,13 @@ import { FpduReader, FpduWriter } from './fpdu.js';
 import { mulpduForEmss } from './markers.js';
 import type { MpaNegotiated, RtrType } from './negotiation.js';
 import { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
+import type { SocketReceiver } from './socket-rx.js';
 import { TxBatch } from './tx-batch.js';
 
 export interface MpaStreamInit {
   readonly socket: Socket;
+  /** The socket's reads into an arena (socket-rx.ts); absent: the socket's `'data'` chunks. */
+  readonly rx?: SocketReceiver;
   readonly role: 'initiator' | 'responder';
   readonly negotiated: MpaNegotiated;
   /** EMSS the MULPDU is derived from (RFC 5044 §4.5), unless `mulpdu` fixes it. */
@@ -77,6 +80,7 @@ export class MpaTcpStream extends BaseLlpStream {
   readonly negotiated: MpaNegotiated;
   private readonly writer: FpduWriter;
   private readonly reader: FpduReader;
+  private readonly rx: SocketReceiver | undefined;
   private readonly hwm: number;
   private readonly closeTimeoutMs: number;
   private readonly logger: LlpLogger;
@@ -143,7 +147,13 @@ export class MpaTcpStream extends BaseLlpStream {
       (error) => this.onFramingError(error),
     );
     const s = this.socket;
-    s.on('data', (chunk: Buffer) => this.onData(chunk));
+    const onChunk = (chunk: Buffer) => this.onData(chunk);
+    this.rx = init.rx;
+    if (init.rx) {
+      // The arena is read into again once the reader no longer holds a view of it (a partial FPDU).
+      init.rx.held = () => this.reader.firstHeld;
+      init.rx.onChunk = onChunk;
+    } else s.on('data', onChunk);
     s.on('drain', () => this.drained());
     s.on('end', () => this.onPeerFin());
     s.on('finish', () => this.onLocalFinDone());
@@ -217,6 +227,15 @@ export class MpaTcpStream extends BaseLlpStream {
   /** FPDUs this side has written and received (RTRs included). */
   get fpduCounts(): { readonly sent: number; readonly received: number } {
     return { sent: this.sentFpdus, received: this.receivedFpdus };
+  }
+
+  /**
+   * How the socket has been read: reads, and receive arenas taken for them (socket-rx.ts; a few per
+   * connection, however many reads). Undefined when the socket's own `'data'` chunks are read.
+   */
+  get readStats(): { readonly reads: number; readonly arenas: number; readonly arenaSize: number } | undefined {
+    const rx = this.rx;
+    return rx ? { reads: rx.reads, arenas: rx.arenas, arenaSize: rx.arenaSize } : undefined;
   }
 
   /**

@@ -28,6 +28,7 @@ import { FrameCollector } from './handshake.js';
 import { MpaTcpListener } from './listener.js';
 import { buildRequest, evaluateReply, resolveParams } from './negotiation.js';
 import { type MpaTcpOptions, type ResolvedTransportOptions, resolveTransportOptions } from './options.js';
+import { dropChunk, SocketReceiver } from './socket-rx.js';
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
@@ -81,7 +82,9 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
     const host = address.host ?? 'localhost';
     const port = address.port ?? 0;
     return new Promise<MpaTcpConnection>((resolve, reject) => {
-      const socket = net.connect({ host, port, allowHalfOpen: true, noDelay: o.noDelay });
+      // Reads go into the connection's own arena (socket-rx.ts), not a fresh buffer per read.
+      const rx = new SocketReceiver();
+      const socket = net.connect({ host, port, allowHalfOpen: true, noDelay: o.noDelay, onread: rx.onread });
       socket.on('error', noop);
       const collector = new FrameCollector('reply');
       let settled = false;
@@ -92,7 +95,7 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         socket.off('connect', onConnect);
-        socket.off('data', onData);
+        if (rx.onChunk === onData) rx.onChunk = dropChunk; // the stream may have taken over
         socket.off('error', onError);
         socket.off('end', onGone);
         socket.off('close', onGone);
@@ -160,6 +163,7 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
         const conn = new MpaTcpConnection({
           role: 'initiator',
           socket,
+          rx,
           negotiated: n,
           localPrivateData: localPd,
           remotePrivateData: outcome.ulpPrivateData,
@@ -173,7 +177,7 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
         resolve(conn);
       };
       socket.on('connect', onConnect);
-      socket.on('data', onData);
+      rx.onChunk = onData;
       socket.on('error', onError);
       socket.on('end', onGone);
       socket.on('close', onGone);
@@ -185,7 +189,8 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
     try {
       throwIfAborted(options.signal);
       const params = resolveParams(options.params, this.options.responder);
-      const server = net.createServer({ allowHalfOpen: true, noDelay: this.options.noDelay, pauseOnConnect: false });
+      // Paused: the listener moves each accepted socket's handle to one that reads into an arena (socket-rx.ts).
+      const server = net.createServer({ allowHalfOpen: true, noDelay: this.options.noDelay, pauseOnConnect: true });
       return new Promise<MpaTcpListener>((resolve, reject) => {
         const onError = (e: NodeJS.ErrnoException) => {
           server.off('listening', onListening);
