@@ -57,3 +57,28 @@ export class PendingSends {
     return p;
   }
 }
+
+/**
+ * The id a receive work request carries through RDMAP (its `receiveId`, echoed in its completion). RDMAP
+ * and DDP events show it, so the record sits in private fields: only the queue pair that posted the
+ * receive reads it back, once. (A token per receive in a WeakMap cost ≈1 µs per posted receive.)
+ */
+export class RecvToken {
+  readonly #owner: object;
+  #pending: Pending | undefined;
+
+  constructor(owner: object, pending: Pending) {
+    this.#owner = owner;
+    this.#pending = pending;
+  }
+
+  /** The record of `id` if `owner` posted it and it has not completed yet; marks it completed. */
+  static take(owner: object, id: unknown): Pending | undefined {
+    if (typeof id !== 'object' || id === null || !(#pending in id)) return undefined;
+    const t = id as RecvToken;
+    if (t.#owner !== owner) return undefined;
+    const p = t.#pending;
+    t.#pending = undefined;
+    return p;
+  }
+}

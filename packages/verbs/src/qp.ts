@@ -23,7 +23,7 @@ import { BehaviorSubject, type Observable, ReplaySubject, switchMap } from 'rxjs
 import type { CompletionQueue } from './cq.js';
 import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionError } from './errors.js';
 import type { ProtectionDomain } from './pd.js';
-import { type Pending, PendingSends, type Settle } from './pending.js';
+import { type Pending, PendingSends, RecvToken, type Settle } from './pending.js';
 import { QueuePairConveniences } from './qp-promises.js';
 import type { RecvWorkRequest, SendWorkRequest, WorkCompletion } from './types.js';
 import { count, positive } from './validate.js';
@@ -96,15 +96,10 @@ export class QueuePair extends QueuePairConveniences {
   /** What work requests are checked against (fixed once connected). */
   private limits: WrLimits | undefined;
   private rqOutstanding = 0;
-  /**
-   * Work posted and not completed, by the opaque token RDMAP carries for it (a send's `context`, a
-   * receive's id): RDMAP and DDP events never hold this queue pair's own records.
-   */
-  private readonly pending = new WeakMap<object, Pending>();
   /** Send work posted and not completed, in submission order (RFC 5040 §5.5 rule 15). */
   private readonly sends = new PendingSends();
   /** Receives posted before `connect` (ibverbs allows posting receives in INIT). */
-  private readonly early: { readonly token: object; readonly buffer: Uint8Array }[] = [];
+  private readonly early: { readonly token: RecvToken; readonly buffer: Uint8Array }[] = [];
 
   /** @internal Made by `ProtectionDomain.createQp`. */
   constructor(
@@ -222,9 +217,15 @@ export class QueuePair extends QueuePairConveniences {
 
   /** Posts receive work requests (ibv_post_recv) for incoming Sends (RFC 5040 §5.3), consumed in order. */
   postRecv(wrs: RecvWorkRequest | readonly RecvWorkRequest[]): void {
-    const list = Array.isArray(wrs) ? (wrs as readonly RecvWorkRequest[]) : [wrs as RecvWorkRequest];
+    if (!Array.isArray(wrs)) {
+      // One work request (the common case, a receive posted again): no lists built around it.
+      const wr = wrs as RecvWorkRequest;
+      this.recvOne(wr, this.checkRecv(wr));
+      return;
+    }
+    const list = wrs as readonly RecvWorkRequest[];
     const buffers = list.map((wr, i) => this.checkRecv(wr, i));
-    for (const [i, wr] of list.entries()) this.recvOne(wr, buffers[i] as Uint8Array);
+    for (let i = 0; i < list.length; i++) this.recvOne(list[i] as RecvWorkRequest, buffers[i] as Uint8Array);
   }
 
   /** Graceful teardown (RFC 5040 §6.2): what is posted completes, then the LLP stream closes. */
@@ -316,8 +317,8 @@ export class QueuePair extends QueuePairConveniences {
   }
 
   private recvOne(wr: RecvWorkRequest, buffer: Uint8Array, settle?: Settle): void {
-    const token = Object.freeze({});
-    this.pending.set(token, { wrId: wr.wrId, opcode: 'recv', signaled: true, ...(settle ? { settle } : {}) });
+    // The record rides in the token itself (private fields): RDMAP and DDP events never expose it.
+    const token = new RecvToken(this, { wrId: wr.wrId, opcode: 'recv', signaled: true, settle });
     if (this.stream === undefined) this.early.push({ token, buffer });
     else this.stream.postReceive(buffer, token);
     this.rqOutstanding++;
@@ -326,10 +327,8 @@ export class QueuePair extends QueuePairConveniences {
   /** The one completion path: RDMAP's send-queue and receive completions, in the order RDMAP reports them. */
   private onCompletion(c: RdmapCompletion): void {
     if (c.kind === 'receive') {
-      const token = c.id;
-      const p = typeof token === 'object' && token !== null ? this.pending.get(token) : undefined;
+      const p = RecvToken.take(this, c.id);
       if (p === undefined) return; // a receive posted on the RDMAP Stream directly, not through this queue pair
-      this.pending.delete(token as object);
       this.complete(p, {
         status: c.status,
         byteLen: c.byteLength,
@@ -377,8 +376,7 @@ export class QueuePair extends QueuePairConveniences {
   /** A queue pair closed before it was connected: its receives are flushed. */
   private endUnconnected(): void {
     for (const { token } of this.early.splice(0)) {
-      const p = this.pending.get(token);
-      this.pending.delete(token);
+      const p = RecvToken.take(this, token);
       if (p) this.complete(p, { status: 'flushed', byteLen: 0, solicited: false });
     }
     this.stateSubject.next('closed');
