@@ -3,11 +3,15 @@
  * FPDU reader still holds (a partial FPDU, chunks held while stopped) is read over — for every way of
  * cutting the stream into reads (RFC 5044 §4: an FPDU may arrive in any number of TCP segments).
  */
+
+import type { LlpConnection } from '@rddp/llp';
 import fc from 'fast-check';
+import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { FpduReader, FpduWriter } from '../src/index.js';
+import { FpduReader, FpduWriter, type MpaTcpConnection, mpaTcp } from '../src/index.js';
 import { ARENA_INITIAL, ARENA_MAX, SocketReceiver } from '../src/socket-rx.js';
 import { pattern, tcpPair } from './helpers.js';
+import { rawConnect } from './raw.js';
 
 function frames(lengths: number[], crc: boolean, markers: boolean): { wire: Buffer; ulpdus: Uint8Array[] } {
   const w = new FpduWriter({ crc, markers });
@@ -156,5 +160,35 @@ describe('receive arena (socket-rx.ts)', () => {
       expect(st?.arenas).toBeLessThanOrEqual(12);
     }
     await a.close();
+  });
+
+  it('a raw peer that drips a 64 KiB FPDU in 64-octet segments: the server keeps two arenas at most, the FPDU arrives intact', async () => {
+    const listener = await mpaTcp().listen({ host: '127.0.0.1', port: 0 });
+    const accepted = firstValueFrom(listener.connections$);
+    const raw = await rawConnect(listener.address.port as number);
+    raw.socket.setNoDelay(true);
+    const req = Buffer.alloc(20);
+    Buffer.from('MPA ID Req Frame').copy(req);
+    req[16] = 0x40; // C: CRCs (RFC 5044 §7.1.1)
+    req[17] = 1;
+    raw.socket.write(req);
+    await raw.waitFor(20); // the Reply
+    const server = (await accepted) as LlpConnection as MpaTcpConnection;
+    const got: Uint8Array[] = [];
+    server.stream.setReceiver((u) => got.push(new Uint8Array(Buffer.concat(u.chunks))));
+    const { wire, ulpdus } = frames([64768], true, false);
+    // Slices small enough that most reach the server as reads of their own.
+    for (let o = 0; o < wire.byteLength; o += 64) {
+      raw.socket.write(wire.subarray(o, o + 64));
+      if ((o / 64) % 16 === 15) await new Promise((r) => setImmediate(r));
+    }
+    const deadline = Date.now() + 10_000;
+    while (got.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(got).toEqual(ulpdus);
+    const st = server.stream.readStats;
+    expect(st?.reads).toBeGreaterThan(16);
+    expect(st?.arenas).toBeLessThanOrEqual(2);
+    server.abort();
+    await listener.close();
   });
 });
