@@ -282,6 +282,33 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
     // Measured Sends and the final RESULT share QN 0: everything is received in arrival order.
     let mismatches = 0;
     let sinceCredit = 0;
+    if (p.test === 'send_lat') {
+      // The echo is answered within the receive's completion (perftest polls its CQ): posted unsignaled,
+      // and the receive it came from is posted again once the next ping shows the echo has arrived.
+      let results: PerfResult[] = [];
+      let last: Sge | undefined;
+      await s.each((r) => {
+        const octets = received(r.sge, r.byteLength);
+        if (isResult(octets)) {
+          results = checkResult(octets, p);
+          return true;
+        }
+        if (!samplesMatch(octets)) mismatches++;
+        s.qp.postSend({
+          opcode: 'send',
+          sgList: [{ mr: r.sge.mr, offset: r.sge.offset ?? 0, length: r.byteLength }],
+          signaled: false,
+        });
+        if (last) s.repost(last);
+        last = r.sge;
+        return false;
+      });
+      stop = true;
+      if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
+      if (last) s.repost(last);
+      await s.close().catch(() => {});
+      return results;
+    }
     for (;;) {
       const r = await s.recv();
       const octets = received(r.sge, r.byteLength);
@@ -293,15 +320,10 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
         return results;
       }
       if (!samplesMatch(octets)) mismatches++;
-      if (p.test === 'send_lat') {
-        await s.qp.send({ mr: r.sge.mr, offset: r.sge.offset ?? 0, length: r.byteLength }); // the echo
-        s.repost(r.sge);
-      } else {
-        s.repost(r.sge);
-        if (++sinceCredit === SEND_CREDIT_BATCH) {
-          sinceCredit = 0;
-          await s.qp.send(credit as Sge); // a credit: SEND_CREDIT_BATCH more receives posted
-        }
+      s.repost(r.sge);
+      if (++sinceCredit === SEND_CREDIT_BATCH) {
+        sinceCredit = 0;
+        await s.qp.send(credit as Sge); // a credit: SEND_CREDIT_BATCH more receives posted
       }
     }
   }
@@ -455,7 +477,26 @@ async function clientRun(
         const warm = options.warmUp ?? 0;
         const halve = p.test === 'read_lat' || atomic ? 1 : 2;
         const t0 = performance.now();
-        for (let i = -warm; i < 0 || until(t0, i); i++) {
+        if (p.test === 'send_lat') {
+          // Ping-pong as perftest runs it: the next ping is posted (unsignaled) within the echo's receive
+          // completion; the echo shows the ping arrived, so nothing waits for the ping's own completion.
+          const ping: SendWorkRequest = { opcode: 'send', sgList: [payload], signaled: false };
+          let i = -warm;
+          let ts = performance.now();
+          const done = s.each((r) => {
+            const now = performance.now();
+            if (i >= 0) samples.push(((now - ts) * 1000) / halve);
+            s.repost(r.sge);
+            i++;
+            if (!(i < 0 || until(t0, i))) return true;
+            ts = performance.now();
+            s.qp.postSend(ping);
+            return false;
+          });
+          s.qp.postSend(ping);
+          await done;
+        }
+        for (let i = -warm; p.test !== 'send_lat' && (i < 0 || until(t0, i)); i++) {
           const ts = performance.now();
           if (atomic) {
             await s.qp.fetchAdd(local.sge(0, 8), remote, ATOMIC_ADD);

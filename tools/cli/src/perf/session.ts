@@ -52,6 +52,8 @@ export class PerfSession {
   private readonly received: Received[] = [];
   private waiters: { resolve(r: Received): void; reject(e: Error): void }[] = [];
   private ended: Error | undefined;
+  /** `each`'s handler: takes every receive completion as it comes, no promise per message. */
+  private handler: { take(r: Received): boolean; reject(e: Error): void } | undefined;
 
   constructor(
     readonly connection: LlpConnection,
@@ -82,7 +84,7 @@ export class PerfSession {
     if (debug) this.qp.terminate$.subscribe((t) => debug(describeTerminateEvent(t)));
     this.qp.closed$.subscribe((ev) => {
       this.ended = ev.error ?? new Error('the connection closed');
-      for (const w of this.waiters.splice(0)) w.reject(this.ended);
+      this.failWaiters(this.ended);
     });
   }
 
@@ -103,6 +105,29 @@ export class PerfSession {
     this.qp.postRecv({ wrId: sge, sgList: [sge] });
   }
 
+  /**
+   * Hands every receive completion, in Delivery order, to `take` as it completes (within the completion's
+   * own call: nothing is queued and no promise is made per message, as perftest's latency loops poll the
+   * CQ). Resolves once `take` returns true, rejects when the session ends first. Receives already
+   * completed go first.
+   */
+  each(take: (r: Received) => boolean): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.ended) return reject(this.ended);
+      const h = {
+        take: (r: Received): boolean => {
+          if (!take(r)) return false;
+          if (this.handler === h) this.handler = undefined;
+          resolve();
+          return true;
+        },
+        reject,
+      };
+      while (this.received.length > 0) if (h.take(this.received.shift() as Received)) return;
+      this.handler = h;
+    });
+  }
+
   /** The next receive completion, in Delivery order (RFC 5040 §5.5). */
   recv(): Promise<Received> {
     const r = this.received.shift();
@@ -114,13 +139,25 @@ export class PerfSession {
   private onReceive(wc: WorkCompletion): void {
     if (wc.status !== 'success') {
       this.ended ??= wc.error ?? new Error(`a receive completed with status ${wc.status}`);
-      for (const w of this.waiters.splice(0)) w.reject(this.ended);
+      this.failWaiters(this.ended);
       return;
     }
     const r: Received = { sge: wc.wrId as Sge, byteLength: wc.byteLen };
+    const h = this.handler;
+    if (h) {
+      h.take(r);
+      return;
+    }
     const w = this.waiters.shift();
     if (w) w.resolve(r);
     else this.received.push(r);
+  }
+
+  private failWaiters(e: Error): void {
+    for (const w of this.waiters.splice(0)) w.reject(e);
+    const h = this.handler;
+    this.handler = undefined;
+    h?.reject(e);
   }
 
   /** ULP Graceful Termination (RFC 5040 §6.2): what is posted completes, then the LLP stream closes. */
