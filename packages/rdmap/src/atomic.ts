@@ -178,25 +178,25 @@ export function checkAtomicRequest(
       code: RdmaErrorCode.UnexpectedOpcode,
       message: `Atomic OpCode ${h.atomicOpcode}: only FetchAdd (0000b) and CmpSwap (0010b) are defined (RFC 7306)`,
     };
-  const stag = stagHex(h.remoteStag);
+  const stag = () => stagHex(h.remoteStag); // formatted only for an error message
   const prot = (code: number, message: string) => ({ type: RdmaErrorType.RemoteProtection, code, message });
   if (region === undefined || !region.valid || region.stag !== h.remoteStag >>> 0)
-    return prot(RdmaErrorCode.InvalidStag, `Atomic Request: Remote STag ${stag} is not valid (RFC 7306)`);
+    return prot(RdmaErrorCode.InvalidStag, `Atomic Request: Remote STag ${stag()} is not valid (RFC 7306)`);
   if (region.pdId !== pdId)
     return prot(
       RdmaErrorCode.StagNotAssociatedWithStream,
-      `Atomic Request: Remote STag ${stag} is not associated with this RDMAP Stream`,
+      `Atomic Request: Remote STag ${stag()} is not associated with this RDMAP Stream`,
     );
   if ((region.access & ACCESS_REMOTE_ATOMIC) === 0)
     return prot(
       RdmaErrorCode.AccessRightsViolation,
-      `Atomic Request: STag ${stag} does not allow remote atomic operations (RFC 7306)`,
+      `Atomic Request: STag ${stag()} does not allow remote atomic operations (RFC 7306)`,
     );
   const end = region.baseTo + BigInt(region.length);
   if (h.remoteTo < region.baseTo || h.remoteTo + BigInt(ATOMIC_OPERAND_LENGTH) > end)
     return prot(
       RdmaErrorCode.BaseOrBoundsViolation,
-      `Atomic Request: the 64-bit word at TO ${h.remoteTo} is outside [${region.baseTo}, ${end}) of STag ${stag}`,
+      `Atomic Request: the 64-bit word at TO ${h.remoteTo} is outside [${region.baseTo}, ${end}) of STag ${stag()}`,
     );
   if ((h.remoteTo & 7n) !== 0n)
     return prot(

@@ -94,25 +94,25 @@ export function checkReadSource(
       code: RdmaErrorCode.ToWrap,
       message: `Data Sink TO ${rr.sinkTo} + ${rr.size} wraps 2^64: no Read Response can carry it (RFC 5041 §7.1)`,
     };
-  const stag = stagHex(rr.srcStag);
+  const stag = () => stagHex(rr.srcStag); // formatted only for an error message
   if (region === undefined || !region.valid || region.stag !== rr.srcStag >>> 0)
-    return { code: RdmaErrorCode.InvalidStag, message: `Data Source STag ${stag} is not valid (RFC 5040 §7.2 4a)` };
+    return { code: RdmaErrorCode.InvalidStag, message: `Data Source STag ${stag()} is not valid (RFC 5040 §7.2 4a)` };
   if (region.pdId !== pdId)
     return {
       code: RdmaErrorCode.StagNotAssociatedWithStream,
-      message: `Data Source STag ${stag} is not associated with this RDMAP Stream (RFC 5040 §7.2 4b)`,
+      message: `Data Source STag ${stag()} is not associated with this RDMAP Stream (RFC 5040 §7.2 4b)`,
     };
   if ((region.access & Access.RemoteRead) === 0)
     return {
       code: RdmaErrorCode.AccessRightsViolation,
-      message: `Data Source STag ${stag} does not allow remote reads (RFC 5040 §8.1.1)`,
+      message: `Data Source STag ${stag()} does not allow remote reads (RFC 5040 §8.1.1)`,
     };
   const base = region.baseTo;
   const end = base + BigInt(region.length);
   if (rr.srcTo < base || rr.srcTo >= end)
     return {
       code: RdmaErrorCode.BaseOrBoundsViolation,
-      message: `Data Source TO ${rr.srcTo} is outside [${base}, ${end}) of STag ${stag} (RFC 5040 §7.2 4c)`,
+      message: `Data Source TO ${rr.srcTo} is outside [${base}, ${end}) of STag ${stag()} (RFC 5040 §7.2 4c)`,
     };
   const last = rr.srcTo + BigInt(rr.size);
   if (last > TWO_64)
@@ -123,7 +123,7 @@ export function checkReadSource(
   if (last > end)
     return {
       code: RdmaErrorCode.BaseOrBoundsViolation,
-      message: `Data Source TO ${rr.srcTo} + ${rr.size} is beyond the end ${end} of STag ${stag} (RFC 5040 §7.2 4d)`,
+      message: `Data Source TO ${rr.srcTo} + ${rr.size} is beyond the end ${end} of STag ${stag()} (RFC 5040 §7.2 4d)`,
     };
   return undefined;
 }
