@@ -44,7 +44,8 @@ export class SocketReceiver {
   /** Reads so far, and arenas taken (for tests and `--debug`). */
   reads = 0;
   arenas = 0;
-  private arena: Buffer;
+  /** Taken when Node first asks for a read buffer (a socket fed from `'data'` never takes one). */
+  private arena: Buffer | undefined;
   /** Where the last read went in `arena`, and where it ended. */
   private viewStart = 0;
   private writeEnd = 0;
@@ -59,12 +60,11 @@ export class SocketReceiver {
 
   constructor(initial = ARENA_INITIAL) {
     this.size = initial;
-    this.arena = this.take(initial);
   }
 
   /** Octets of the arena reads now go into (for tests). */
   get arenaSize(): number {
-    return this.arena.byteLength;
+    return this.arena?.byteLength ?? 0;
   }
 
   private take(size: number): Buffer {
@@ -76,7 +76,7 @@ export class SocketReceiver {
   private read(n: number, view: Buffer): boolean {
     this.reads++;
     this.writeEnd = this.viewStart + n;
-    if (n === view.byteLength && n === this.arena.byteLength >>> 2) {
+    if (n === view.byteLength && n === this.arenaSize >>> 2) {
       if (++this.fullReads >= GROW_AFTER && this.size < ARENA_MAX) {
         this.size = Math.min(ARENA_MAX, this.size * 2);
         this.fullReads = 0;
@@ -90,7 +90,7 @@ export class SocketReceiver {
   private next(): Buffer {
     const oldest = this.held();
     let arena = this.arena;
-    if (arena.byteLength < this.size) {
+    if (arena === undefined || arena.byteLength < this.size) {
       // Grown: the next read goes into a bigger arena; the old one lives on while views of it are held.
       arena = this.arena = this.take(this.size);
       this.viewStart = this.writeEnd = 0;

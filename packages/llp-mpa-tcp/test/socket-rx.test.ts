@@ -4,12 +4,13 @@
  * cutting the stream into reads (RFC 5044 §4: an FPDU may arrive in any number of TCP segments).
  */
 
+import net from 'node:net';
 import type { LlpConnection } from '@rddp/llp';
 import fc from 'fast-check';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { FpduReader, FpduWriter, type MpaTcpConnection, mpaTcp } from '../src/index.js';
-import { ARENA_INITIAL, ARENA_MAX, SocketReceiver } from '../src/socket-rx.js';
+import { ARENA_INITIAL, ARENA_MAX, feedFromData, SocketReceiver } from '../src/socket-rx.js';
 import { pattern, tcpPair } from './helpers.js';
 import { rawConnect } from './raw.js';
 
@@ -190,5 +191,24 @@ describe('receive arena (socket-rx.ts)', () => {
     expect(st?.arenas).toBeLessThanOrEqual(2);
     server.abort();
     await listener.close();
+  });
+
+  it('a socket that cannot read into an arena (no handle to move) hands its data chunks to the receiver', async () => {
+    const server = net.createServer({ pauseOnConnect: true });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const got: Buffer[] = [];
+    const rx = new SocketReceiver();
+    rx.onChunk = (c) => got.push(Buffer.from(c));
+    const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
+    const c = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    const s = feedFromData(await accepted, rx);
+    c.write('MPA ID Req Frame');
+    const deadline = Date.now() + 5000;
+    while (Buffer.concat(got).byteLength < 16 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(Buffer.concat(got).toString()).toBe('MPA ID Req Frame');
+    expect(rx.reads).toBe(0); // Node's own buffers, not the arena
+    c.destroy();
+    s.destroy();
+    server.close();
   });
 });
