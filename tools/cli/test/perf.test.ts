@@ -77,6 +77,23 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     expect(built).toContainEqual(expect.objectContaining({ role: 'responder', ird: 128 }));
   }, 30_000);
 
+  it("without -o the client keeps the device's most RDMA Reads outstanding (128, as perftest takes max_qp_rd_atom; siw: 128)", async () => {
+    const stack = createStack(loopbackModule());
+    const [c, s] = await stack.pair({ host: 'perf-outs-default', port: 0 });
+    const built: { role: string; ord: number }[] = [];
+    const rdmapFactory: RdmapStreamBuilder = (llp, request) => {
+      const r = rdmapStreamOn(llp, request);
+      built.push({ role: r.role, ord: r.ord });
+      return r;
+    };
+    const serving = perfServe(s, 'ietf', () => {}, 0, { rdmapFactory });
+    const params = { test: 'read_bw', sizes: [4096], iters: 200, txDepth: 64, verify: true } as const;
+    const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { rdmapFactory });
+    await serving;
+    expect(r?.verified).toBe(true);
+    expect(built).toContainEqual(expect.objectContaining({ role: 'initiator', ord: 128 }));
+  }, 30_000);
+
   it('-Q N (perftest --cq-mod): through verbs, one send work request in N is signaled and the last one; every operation counts', async () => {
     /** A device that keeps the completion queues made on it (the session's send CQ is the first). */
     class CountingDevice extends Device {
