@@ -65,8 +65,8 @@ export interface PerfParams {
 export const PERF_MAX_OUTS = 128;
 /**
  * Reads and atomics a client keeps outstanding by default: the device's most, as perftest takes the
- * device's `max_qp_rd_atom` when `-o` is not given (Linux siw: 128). With 16, read_bw ran ≈13 % slower
- * here (window-bound: 1 MiB of 64 KiB Reads in flight; docs/PERFORMANCE.md).
+ * device's `max_qp_rd_atom` when `-o` is not given (Linux siw: 128). docs/PERFORMANCE.md has what
+ * 16 and 128 measured.
  */
 export const DEFAULT_OUTS = PERF_MAX_OUTS;
 
