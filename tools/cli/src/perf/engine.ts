@@ -286,11 +286,10 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
   if (isSend) {
     // Measured Sends and the final RESULT share QN 0: everything is received in arrival order.
     let mismatches = 0;
-    let sinceCredit = 0;
+    let results: PerfResult[] = [];
     if (p.test === 'send_lat') {
       // The echo is answered within the receive's completion (perftest polls its CQ): posted unsignaled,
       // and the receive it came from is posted again once the next ping shows the echo has arrived.
-      let results: PerfResult[] = [];
       let last: Sge | undefined;
       await s.each((r) => {
         const octets = received(r.sge, r.byteLength);
@@ -308,29 +307,27 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
         last = r.sge;
         return false;
       });
-      stop = true;
-      if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
-      if (last) s.repost(last);
-      await s.close().catch(() => {});
-      return results;
-    }
-    for (;;) {
-      const r = await s.recv();
-      const octets = received(r.sge, r.byteLength);
-      if (isResult(octets)) {
-        stop = true;
-        if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
-        const results = checkResult(octets, p);
-        await s.close().catch(() => {});
-        return results;
-      }
-      if (!samplesMatch(octets)) mismatches++;
-      s.repost(r.sge);
-      if (++sinceCredit === SEND_CREDIT_BATCH) {
-        sinceCredit = 0;
-        await s.qp.send(credit as Sge); // a credit: SEND_CREDIT_BATCH more receives posted
+    } else {
+      let sinceCredit = 0;
+      for (;;) {
+        const r = await s.recv();
+        const octets = received(r.sge, r.byteLength);
+        if (isResult(octets)) {
+          results = checkResult(octets, p);
+          break;
+        }
+        if (!samplesMatch(octets)) mismatches++;
+        s.repost(r.sge);
+        if (++sinceCredit === SEND_CREDIT_BATCH) {
+          sinceCredit = 0;
+          await s.qp.send(credit as Sge); // a credit: SEND_CREDIT_BATCH more receives posted
+        }
       }
     }
+    stop = true;
+    if (mismatches) log(`${mismatches} received Sends did not hold the expected payload`);
+    await s.close().catch(() => {});
+    return results;
   }
   let results: PerfResult[];
   try {
@@ -500,24 +497,22 @@ async function clientRun(
           });
           s.qp.postSend(ping);
           await done;
-        }
-        for (let i = -warm; p.test !== 'send_lat' && (i < 0 || until(t0, i)); i++) {
-          const ts = performance.now();
-          if (atomic) {
-            await s.qp.fetchAdd(local.sge(0, 8), remote, ATOMIC_ADD);
-            atomicOps++;
-          } else if (p.test === 'read_lat') {
-            await s.qp.read(payload, remote);
-          } else if (p.test === 'write_lat') {
-            const back = firstValueFrom(s.qp.placement$.pipe(filter((e) => e.last)));
-            await s.qp.write(payload, remote);
-            await back;
-          } else {
-            const echo = s.recv();
-            await s.qp.send(payload);
-            s.repost((await echo).sge);
+        } else {
+          for (let i = -warm; i < 0 || until(t0, i); i++) {
+            const ts = performance.now();
+            if (atomic) {
+              await s.qp.fetchAdd(local.sge(0, 8), remote, ATOMIC_ADD);
+              atomicOps++;
+            } else if (p.test === 'read_lat') {
+              await s.qp.read(payload, remote);
+            } else {
+              // write_lat: our Write, then the peer's Write back into our region.
+              const back = firstValueFrom(s.qp.placement$.pipe(filter((e) => e.last)));
+              await s.qp.write(payload, remote);
+              await back;
+            }
+            if (i >= 0) samples.push(((performance.now() - ts) * 1000) / halve);
           }
-          if (i >= 0) samples.push(((performance.now() - ts) * 1000) / halve);
         }
         const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
         result = {
