@@ -37,8 +37,8 @@ export function mpaCapabilities(n: Pick<MpaNegotiated, 'crc' | 'enhanced'>): Llp
 export interface MpaConnectionInit {
   readonly role: 'initiator' | 'responder';
   readonly socket: Socket;
-  /** The socket's reads (socket-rx.ts); absent: the stream reads the socket's `'data'`. */
-  readonly rx?: SocketReceiver;
+  /** The socket's reads (socket-rx.ts). */
+  readonly rx: SocketReceiver;
   readonly negotiated: MpaNegotiated;
   readonly localPrivateData: Uint8Array;
   readonly remotePrivateData: Uint8Array;
@@ -83,7 +83,7 @@ export class MpaTcpConnection implements LlpConnection {
     const o = init.options;
     this.stream = new MpaTcpStream({
       socket: s,
-      ...(init.rx ? { rx: init.rx } : {}),
+      rx: init.rx,
       role: init.role,
       negotiated: init.negotiated,
       emss: emssFor(o.emss, s.remoteAddress, s.remoteFamily),

@@ -128,7 +128,7 @@ export class SocketReceiver {
     }
     this.viewStart = start;
     this.writeEnd = start;
-    return arena.subarray(start, Math.min(end, start + (arena.byteLength >>> 2)));
+    return arena.subarray(start, Math.min(end, start + r));
   }
 }
 

@@ -25,8 +25,8 @@ import { TxBatch } from './tx-batch.js';
 
 export interface MpaStreamInit {
   readonly socket: Socket;
-  /** The socket's reads into an arena (socket-rx.ts); absent: the socket's `'data'` chunks. */
-  readonly rx?: SocketReceiver;
+  /** The socket's reads (socket-rx.ts): into an arena, or from `'data'` where the socket cannot. */
+  readonly rx: SocketReceiver;
   readonly role: 'initiator' | 'responder';
   readonly negotiated: MpaNegotiated;
   /** EMSS the MULPDU is derived from (RFC 5044 §4.5), unless `mulpdu` fixes it. */
@@ -80,7 +80,7 @@ export class MpaTcpStream extends BaseLlpStream {
   readonly negotiated: MpaNegotiated;
   private readonly writer: FpduWriter;
   private readonly reader: FpduReader;
-  private readonly rx: SocketReceiver | undefined;
+  private readonly rx: SocketReceiver;
   private readonly hwm: number;
   private readonly closeTimeoutMs: number;
   private readonly logger: LlpLogger;
@@ -147,13 +147,10 @@ export class MpaTcpStream extends BaseLlpStream {
       (error) => this.onFramingError(error),
     );
     const s = this.socket;
-    const onChunk = (chunk: Buffer) => this.onData(chunk);
     this.rx = init.rx;
-    if (init.rx) {
-      // The arena is read into again once the reader no longer holds a view of it (a partial FPDU).
-      init.rx.held = () => this.reader.firstHeld;
-      init.rx.onChunk = onChunk;
-    } else s.on('data', onChunk);
+    // The arena is read into again once the reader no longer holds a view of it (a partial FPDU).
+    this.rx.held = () => this.reader.firstHeld;
+    this.rx.onChunk = (chunk: Buffer) => this.onData(chunk);
     s.on('drain', () => this.drained());
     s.on('end', () => this.onPeerFin());
     s.on('finish', () => this.onLocalFinDone());
@@ -230,12 +227,12 @@ export class MpaTcpStream extends BaseLlpStream {
   }
 
   /**
-   * How the socket has been read: reads, and receive arenas taken for them (socket-rx.ts; a few per
-   * connection, however many reads). Undefined when the socket's own `'data'` chunks are read.
+   * How the socket has been read: reads into receive arenas, and arenas taken for them (socket-rx.ts; a
+   * few per connection, however many reads; none where the socket is read from `'data'`).
    */
-  get readStats(): { readonly reads: number; readonly arenas: number; readonly arenaSize: number } | undefined {
+  get readStats(): { readonly reads: number; readonly arenas: number; readonly arenaSize: number } {
     const rx = this.rx;
-    return rx ? { reads: rx.reads, arenas: rx.arenas, arenaSize: rx.arenaSize } : undefined;
+    return { reads: rx.reads, arenas: rx.arenas, arenaSize: rx.arenaSize };
   }
 
   /**
