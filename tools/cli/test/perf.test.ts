@@ -2,8 +2,15 @@ import { loopbackModule } from '@rddp/llp-loopback';
 import { createStack, type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
 import { type CompletionQueue, Device } from '@rddp/verbs';
 import { describe, expect, it } from 'vitest';
-import { perfLoopback, perfParams } from '../src/commands/perf.js';
-import { PERF_TESTS, perfClient, perfServe } from '../src/perf/engine.js';
+import { perfLoopback, perfParams, printHeader } from '../src/commands/perf.js';
+import {
+  CQ_MOD_SIZE_LIMIT,
+  cqModFor,
+  DEFAULT_TX_DEPTH,
+  PERF_TESTS,
+  perfClient,
+  perfServe,
+} from '../src/perf/engine.js';
 import { allSizes } from '../src/perf/format.js';
 import { freePort, run } from './procs.js';
 
@@ -116,6 +123,69 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
       expect(r?.row.iterations).toBe(50);
       expect(device.cqs[0]?.reported).toBe(Math.ceil(50 / 8));
     }
+  }, 30_000);
+
+  it('--warm-up N in bandwidth tests: N operations go first, unmeasured; the atomic word counts them too', async () => {
+    class CountingDevice extends Device {
+      readonly cqs: CompletionQueue[] = [];
+      override createCq(): CompletionQueue {
+        const cq = super.createCq();
+        this.cqs.push(cq);
+        return cq;
+      }
+    }
+    for (const test of ['atomic_bw', 'send_bw', 'read_bw'] as const) {
+      const stack = createStack(loopbackModule());
+      const [c, s] = await stack.pair({ host: `perf-warm-${test}`, port: 0 });
+      const device = new CountingDevice();
+      const serving = perfServe(s, 'ietf', () => {}, 0);
+      const params = { test, sizes: [1024], iters: 40, txDepth: 16, cqMod: 16, verify: true } as const;
+      const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { device, warmUp: 25 });
+      await serving;
+      // Verification checks the remote word after every Fetch-and-Add, the warm-up's included.
+      expect(r?.verified, test).toBe(true);
+      expect(r?.row.iterations, test).toBe(40);
+      // Signaled: ⌈25/16⌉ of the warm-up and ⌈40/16⌉ measured (the last of each is signaled too).
+      expect(device.cqs[0]?.reported, test).toBe(2 + 3);
+    }
+  }, 30_000);
+
+  it("without -Q, perftest's rule: messages over 8 KiB are signaled one by one, smaller ones one in 100 (at most the tx-depth)", async () => {
+    expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH }, CQ_MOD_SIZE_LIMIT + 1)).toBe(1);
+    expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH }, CQ_MOD_SIZE_LIMIT)).toBe(100);
+    expect(cqModFor({ txDepth: 64 }, 64)).toBe(64);
+    expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH, cqMod: 16 }, 1 << 16)).toBe(16);
+    class CountingDevice extends Device {
+      readonly cqs: CompletionQueue[] = [];
+      override createCq(): CompletionQueue {
+        const cq = super.createCq();
+        this.cqs.push(cq);
+        return cq;
+      }
+    }
+    for (const [size, reported] of [
+      [16384, 30],
+      [4096, 1],
+    ] as const) {
+      const stack = createStack(loopbackModule());
+      const [c, s] = await stack.pair({ host: `perf-cq-default-${size}`, port: 0 });
+      const device = new CountingDevice();
+      const serving = perfServe(s, 'ietf', () => {}, 0);
+      const params = { test: 'read_bw', sizes: [size], iters: 30, txDepth: DEFAULT_TX_DEPTH, verify: true } as const;
+      const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { device });
+      await serving;
+      expect(r?.verified).toBe(true);
+      expect(device.cqs[0]?.reported).toBe(reported);
+    }
+    // The header says which moderation a run uses, and warns where perftest warns.
+    const lines: string[] = [];
+    printHeader(perfParams('read_bw', { ...base, size: '65536', txDepth: '128' }), 'tcp', (l) => lines.push(l));
+    expect(lines.join('\n')).toContain('CQ moderation: 1');
+    lines.length = 0;
+    printHeader(perfParams('read_bw', { ...base, size: '65536', txDepth: '128', cqMod: '16' }), 'tcp', (l) =>
+      lines.push(l),
+    );
+    expect(lines.join('\n')).toMatch(/CQ moderation: 16[\s\S]*Warning: large messages with CQ moderation/);
   }, 30_000);
 });
 

@@ -12,8 +12,11 @@ import { faultsOption } from '../faults.js';
 import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
 import {
   aggregate,
+  CQ_MOD_SIZE_LIMIT,
+  cqModFor,
   DEFAULT_CQ_MOD,
   DEFAULT_OUTS,
+  DEFAULT_TX_DEPTH,
   PERF_MAX_OUTS,
   PERF_TESTS,
   type PerfClientOptions,
@@ -148,13 +151,15 @@ function progressOp(test: PerfTest): string {
 }
 
 /**
- * A run's progress on `sink`: octets moved by the test's operations on all `streams`, or seconds
- * under -D. `onMoved` is for the completions tap (absent under -D, where a timer moves the bar).
+ * A run's progress on `sink`: octets moved by the test's operations on all `streams` (`warmUp` unmeasured
+ * ones per size included), or seconds under -D. `onMoved` is for the completions tap (absent under -D,
+ * where a timer moves the bar).
  */
 export function runProgress(
   p: PerfParams,
   streams: number,
   sink: ProgressSink,
+  warmUp = 0,
 ): { progress: Progress; onMoved?: (octets: number) => void; stop(): void } {
   const label = `${p.test}${streams > 1 ? `, ${streams} streams` : ''}`;
   if (p.durationS !== undefined) {
@@ -172,7 +177,7 @@ export function runProgress(
     };
   }
   const sizes = p.test.startsWith('atomic') ? [8] : p.sizes;
-  const total = p.iters * streams * sizes.reduce((a, b) => a + b, 0);
+  const total = (p.iters + warmUp) * streams * sizes.reduce((a, b) => a + b, 0);
   const progress = startProgress({ label, total, format: octets, ...sink });
   return { progress, onMoved: (n) => progress.add(n), stop: () => progress.stop() };
 }
@@ -181,6 +186,13 @@ export function printHeader(p: PerfParams, tt: string, print: (s: string) => voi
   print(RULE);
   print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
   print(` Transport: ${tt}    TX depth: ${p.txDepth}    Verify: ${p.verify ? 'on' : 'off'}`);
+  if (p.test.endsWith('_bw')) {
+    const mods = [...new Set(p.sizes.map((size) => cqModFor(p, size)))];
+    print(` CQ moderation: ${mods.join(' / ')}`);
+    // perftest's own warning: moderation on large messages lets the window drain between signals.
+    if ((p.cqMod ?? 1) > 1 && p.sizes.some((size) => size > CQ_MOD_SIZE_LIMIT))
+      print(' Warning: large messages with CQ moderation enabled: the window drains between signaled completions');
+  }
   print(RULE);
   print(p.test.endsWith('_bw') ? bwHeader() : latHeader());
 }
@@ -301,7 +313,7 @@ export async function perfLoopback(
   const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
   const served = perfServeStreams(server, tt, () => {}, { limits });
   served.catch(() => {}); // awaited below; a server failure also fails the client's run
-  const bar = progress ? runProgress(p, n, progress) : undefined;
+  const bar = progress ? runProgress(p, n, progress, warmUpOf(o).warmUp) : undefined;
   let results: PerfResult[];
   try {
     results = await perfClientStreams(
@@ -324,10 +336,10 @@ export async function perfLoopback(
   return results;
 }
 
-/** perf's `--warm-up` range (unmeasured round trips per size). */
+/** perf's `--warm-up` range (unmeasured round trips or operations per size). */
 export const PERF_MAX_WARM_UP = 1_000_000;
 
-/** `--warm-up <n>` as the client's option (latency tests; bandwidth tests ignore it). */
+/** `--warm-up <n>` as the client's option (latency and bandwidth tests). */
 export function warmUpOf(o: PerfOptions): PerfClientOptions {
   return o.warmUp === undefined ? {} : { warmUp: int('--warm-up', o.warmUp, 0, PERF_MAX_WARM_UP) };
 }
@@ -410,7 +422,7 @@ export function registerPerf(program: Command): void {
       '-t, --tx-depth <n>',
       'operations outstanding at once (bandwidth tests)',
       integerIn(1, PERF_MAX_TX_DEPTH),
-      '64',
+      String(DEFAULT_TX_DEPTH),
     )
     .option('--outstanding <n>', 'alias of --tx-depth', integerIn(1, PERF_MAX_TX_DEPTH))
     .option(
@@ -420,7 +432,7 @@ export function registerPerf(program: Command): void {
     )
     .option(
       '-Q, --cq-mod <n>',
-      `client, bandwidth tests: signal one send work request in n (CQ moderation; default ${DEFAULT_CQ_MOD}, at most the tx-depth)`,
+      `client, bandwidth tests: signal one send work request in n (CQ moderation; default ${DEFAULT_CQ_MOD}, or 1 for messages over ${CQ_MOD_SIZE_LIMIT} octets; at most the tx-depth)`,
       integerIn(1, PERF_MAX_TX_DEPTH),
     )
     .option('--json', 'one JSON object per size instead of the table')
@@ -436,7 +448,7 @@ export function registerPerf(program: Command): void {
     )
     .option(
       '--warm-up <n>',
-      `client, latency tests: round trips made before each size's measured ones, 0..${PERF_MAX_WARM_UP} (default 0)`,
+      `client: round trips (latency tests) or operations (bandwidth tests) made before each size's measured ones, 0..${PERF_MAX_WARM_UP} (default 0)`,
       integerIn(0, PERF_MAX_WARM_UP),
     )
     .option(
@@ -618,6 +630,7 @@ export function registerPerf(program: Command): void {
             p,
             conns.reduce((a, c) => a + c.streams.length, 0),
             {},
+            warmUpOf(o).warmUp,
           );
           let rows: QpsRow[];
           try {
@@ -646,7 +659,7 @@ export function registerPerf(program: Command): void {
           { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
         );
         if (!o.json) printHeader(p, o.transport, print);
-        const bar = runProgress(p, conn.streams.length, {});
+        const bar = runProgress(p, conn.streams.length, {}, warmUpOf(o).warmUp);
         let results: PerfResult[];
         try {
           results = await perfClientStreams(

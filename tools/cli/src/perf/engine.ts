@@ -52,8 +52,8 @@ export interface PerfParams {
   readonly durationS?: number;
   readonly txDepth: number;
   /**
-   * Bandwidth tests: one send work request in this many is signaled (perftest's `--cq-mod`; default
-   * 100, at most the tx-depth); the others complete silently, counted by the signaled one after them.
+   * Bandwidth tests: one send work request in this many is signaled (perftest's `--cq-mod`, at most the
+   * tx-depth); the others complete silently, counted by the signaled one after them. Unset: `cqModFor`.
    */
   readonly cqMod?: number;
   /** RDMA Reads and atomics outstanding at once (perftest's `--outs`: the ORD, RFC 5040 §6.1). */
@@ -180,7 +180,10 @@ export interface PerfClientOptions {
   readonly onReady?: (serverPid: number | undefined) => void;
   /** Awaited after READY, before the first measured operation: starts every queue pair of `-q N` together. */
   readonly start?: () => Promise<void>;
-  /** Latency tests: round trips made and not measured before each size's measured ones (a warm JIT). */
+  /**
+   * Round trips (latency tests) or operations (bandwidth tests) made and not measured before each size's
+   * measured ones (a warm JIT).
+   */
   readonly warmUp?: number;
 }
 
@@ -432,34 +435,42 @@ async function clientRun(
                 : { opcode: 'send', sgList: [payload], signaled };
         const quiet = wr(false);
         const signaled = wr(true);
-        const cqMod = Math.max(1, Math.min(p.cqMod ?? DEFAULT_CQ_MOD, p.txDepth));
+        const cqMod = cqModFor(p, size);
         const window = Math.max(p.txDepth, 16);
-        const t0 = performance.now();
-        sq.start(t0, window, size);
-        let posted = 0;
-        let sinceSignal = 0;
-        for (let more = until(t0, 0); more; ) {
-          if (p.test === 'send_bw') {
-            while (credits === 0) {
-              const c = await s.recv();
-              s.repost(c.sge);
-              credits += SEND_CREDIT_BATCH;
+        // Posts operations while `more(n)` says the n-th may go, and waits until all have completed.
+        const burst = async (t0: number, more: (n: number) => boolean): Promise<number> => {
+          sq.start(t0, window, size);
+          let posted = 0;
+          let sinceSignal = 0;
+          for (let go = more(0); go; ) {
+            if (p.test === 'send_bw') {
+              while (credits === 0) {
+                const c = await s.recv();
+                s.repost(c.sge);
+                credits += SEND_CREDIT_BATCH;
+              }
+              credits--;
             }
-            credits--;
+            go = more(posted + 1);
+            // The last one is signaled too, so that every work request of the size is accounted for.
+            const signal = ++sinceSignal === cqMod || !go;
+            s.qp.postSend(signal ? signaled : quiet);
+            if (atomic) atomicOps++;
+            posted++;
+            if (signal) {
+              sq.signaled(sinceSignal);
+              sinceSignal = 0;
+            }
+            if (sq.outstanding(posted) >= p.txDepth) await sq.room(posted, p.txDepth);
           }
-          more = until(t0, posted + 1);
-          // The last one is signaled too, so that every work request of the size is accounted for.
-          const signal = ++sinceSignal === cqMod || !more;
-          s.qp.postSend(signal ? signaled : quiet);
-          if (atomic) atomicOps++;
-          posted++;
-          if (signal) {
-            sq.signaled(sinceSignal);
-            sinceSignal = 0;
-          }
-          if (sq.outstanding(posted) >= p.txDepth) await sq.room(posted, p.txDepth);
-        }
-        await sq.room(posted, 1);
+          await sq.room(posted, 1);
+          return posted;
+        };
+        // --warm-up: operations posted the same way and not measured (a warm JIT, as perftest's -D margin).
+        const warm = options.warmUp ?? 0;
+        if (warm > 0) await burst(performance.now(), (n) => n < warm);
+        const t0 = performance.now();
+        const posted = await burst(t0, (n) => until(t0, n));
         const ms = performance.now() - t0;
         const avg = mbPerSec(posted * size, ms);
         const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
@@ -535,6 +546,21 @@ async function clientRun(
 
 /** perftest's default CQ moderation: one signaled send work request in 100 (at most one per tx-depth). */
 export const DEFAULT_CQ_MOD = 100;
+/** perftest's default tx-depth of the bandwidth tests (`DEF_TX_BW`). */
+export const DEFAULT_TX_DEPTH = 128;
+/**
+ * Messages larger than this are signaled one by one unless `--cq-mod` is given, as perftest does
+ * (`MSG_SIZE_CQ_MOD_LIMIT`): with moderation the window drains to `tx-depth - cq-mod` before the
+ * signaled completion lets the client post again, which a large Read's round trip turns into
+ * stop-and-go (docs/PERFORMANCE.md).
+ */
+export const CQ_MOD_SIZE_LIMIT = 8192;
+
+/** The CQ moderation a bandwidth run of `size` octets uses (perftest's rules; per size, also under -a). */
+export function cqModFor(p: Pick<PerfParams, 'cqMod' | 'txDepth'>, size: number): number {
+  const asked = p.cqMod ?? (size > CQ_MOD_SIZE_LIMIT ? 1 : DEFAULT_CQ_MOD);
+  return Math.max(1, Math.min(asked, p.txDepth));
+}
 
 /**
  * The send queue of a bandwidth run as perftest keeps it: work requests posted, and those accounted for
