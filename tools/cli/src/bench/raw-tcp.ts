@@ -1,9 +1,10 @@
 /**
  * The bench's two-process raw Node TCP baselines, run as their own program (node: modules only, so the
  * baseline process carries nothing of rddp):
- *   node raw-tcp.js bulk <total octets> <write size>  — the parent receives and only counts, a forked
- *     child writes `total` octets in `write size` writes honouring backpressure; prints {"MBps"} (10^6/s),
- *     timed at the receiver from the first octet to the last.
+ *   node raw-tcp.js bulk <total octets> <write size> [warm-up octets]  — the parent receives and only
+ *     counts, a forked child writes warm-up + `total` octets in `write size` writes honouring
+ *     backpressure; prints {"MBps"} (10^6/s), timed at the receiver from the first octet (or from the
+ *     read that completes the warm-up) to the last.
  *   node raw-tcp.js pingpong <round trips> <size> <warm-up round trips>  — TCP_NODELAY ping-pong with a
  *     forked child echoing; prints {"meanUs","medianUs","p99Us","maxUs"} of the half round trip.
  */
@@ -13,16 +14,22 @@ import { fileURLToPath } from 'node:url';
 
 const self = fileURLToPath(import.meta.url);
 
-function bulkServer(total: number, size: number): void {
+function bulkServer(total: number, size: number, warm: number): void {
   const srv = net.createServer((sock) => {
     let got = 0;
     let t0 = 0n;
+    let base = 0; // octets received before the clock started (the warm-up's)
     sock.on('data', (d: Buffer) => {
-      if (got === 0) t0 = process.hrtime.bigint();
+      if (got === 0 && warm === 0) t0 = process.hrtime.bigint();
       got += d.length;
-      if (got >= total) {
+      if (t0 === 0n && got >= warm) {
+        t0 = process.hrtime.bigint();
+        base = got;
+      }
+      if (got >= total + warm) {
         const ns = Number(process.hrtime.bigint() - t0);
-        console.log(JSON.stringify({ MBps: got / 1e3 / (ns / 1e6), octets: got, writeSize: size }));
+        const octets = got - base;
+        console.log(JSON.stringify({ MBps: octets / 1e3 / (ns / 1e6), octets, writeSize: size, warm }));
         sock.destroy();
         srv.close();
         child.kill();
@@ -32,7 +39,7 @@ function bulkServer(total: number, size: number): void {
   let child: ReturnType<typeof fork>;
   srv.listen(0, '127.0.0.1', () => {
     const port = (srv.address() as net.AddressInfo).port;
-    child = fork(self, ['bulk-client', String(port), String(total), String(size)]);
+    child = fork(self, ['bulk-client', String(port), String(total + warm), String(size)]);
   });
 }
 
@@ -128,12 +135,14 @@ function arg(i: number): number {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const mode = process.argv[2];
-  if (mode === 'bulk') bulkServer(arg(3), arg(4));
+  if (mode === 'bulk') bulkServer(arg(3), arg(4), Number(process.argv[5] ?? 0) || 0);
   else if (mode === 'bulk-client') bulkClient(arg(3), arg(4), arg(5));
   else if (mode === 'pingpong') pingPongServer(arg(3), arg(4), Number(process.argv[5] ?? 2000) || 0);
   else if (mode === 'pingpong-client') pingPongClient(arg(3), arg(4));
   else {
-    console.error('usage: raw-tcp.js bulk <total> <write size> | pingpong <round trips> <size> [warm-up]');
+    console.error(
+      'usage: raw-tcp.js bulk <total> <write size> [warm-up octets] | pingpong <round trips> <size> [warm-up]',
+    );
     process.exit(2);
   }
 }

@@ -74,12 +74,13 @@ export interface PerfRun {
   readonly test: 'write_bw' | 'read_bw' | 'send_lat';
   readonly size: number;
   readonly iters: number;
+  /** perftest -t; unset: the tool's default (perftest's 128). */
   readonly txDepth?: number;
   readonly crc?: boolean;
   readonly markers?: boolean;
   readonly qps?: number;
   readonly workers?: number;
-  /** Latency tests: unmeasured round trips first (perf --warm-up). */
+  /** Unmeasured round trips (latency tests) or operations (bandwidth tests) first (perf --warm-up). */
   readonly warmUp?: number;
   /** Sample the server's RSS while it runs (cost figures). */
   readonly rss?: boolean;
@@ -158,11 +159,10 @@ export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
           String(r.size),
           '-n',
           String(r.iters),
-          '-t',
-          String(r.txDepth ?? 64),
           '-q',
           String(q),
           '--json',
+          ...(r.txDepth !== undefined ? ['-t', String(r.txDepth)] : []),
           ...(r.warmUp ? ['--warm-up', String(r.warmUp)] : []),
           ...common,
         ]).done,
@@ -202,9 +202,15 @@ async function listeningPort(child: ChildProcess, done: Promise<Ran>): Promise<n
   return Promise.race([port, ended]);
 }
 
-/** Raw Node TCP bulk transfer between two processes: `total` octets in `size`-octet writes. MB/s. */
-export async function rawTcpTwoProcess(total: number, size: number): Promise<number> {
-  const r = await ranOk('raw TCP bulk', start(process.execPath, [RAW_TCP, 'bulk', String(total), String(size)]).done);
+/**
+ * Raw Node TCP bulk transfer between two processes: `total` octets in `size`-octet writes, timed after
+ * `warm` unmeasured ones. MB/s.
+ */
+export async function rawTcpTwoProcess(total: number, size: number, warm = 0): Promise<number> {
+  const r = await ranOk(
+    'raw TCP bulk',
+    start(process.execPath, [RAW_TCP, 'bulk', String(total), String(size), String(warm)]).done,
+  );
   return lastJson<{ MBps: number }>('raw TCP bulk', r.out).MBps;
 }
 
