@@ -11,9 +11,11 @@ const MAIN = path.resolve(__dirname, '../dist/main.js');
 const HEADLINE_ROWS = [
   /`perf write_bw -s 65536` \(CRC\), two processes vs raw Node TCP .*\| ≥ 0\.9 × \|.*raw Node TCP bulk transfer between two processes.*both after [\d.]+ MiB unmeasured/,
   /`perf write_bw -s 65536` \(CRC\), two processes vs iperf3 -l 64K .*\| ≥ 0\.6 × \| iperf3 not installed \| iperf3 -l 65536/,
+  /`perf write_bw -s 65536` \(CRC\), two processes, cold processes, vs raw Node TCP .*both timed from their first octet/,
   /`perf write_bw -s 1048576` \(CRC\), two processes vs raw Node TCP .*\| ≥ 0\.9 × \|.*1024 KiB writes.*both after [\d.]+ MiB unmeasured/,
   /`perf write_bw -s 1048576` \(CRC\), two processes vs iperf3 -l 1M .*\| ≥ 0\.6 × \| iperf3 not installed \|/,
   /`perf read_bw -s 65536` \(CRC\), two processes vs raw Node TCP .*\| ≥ 0\.85 × \|.*raw Node TCP bulk.*both after [\d.]+ MiB unmeasured/,
+  /`perf read_bw -s 65536` \(CRC\), two processes, cold processes, vs raw Node TCP .*both timed from their first octet/,
   /`perf send_lat -s 64`, typical half round trip \| us .*\| ≤ 1\.2 × \|.*raw Node TCP ping-pong .*median/,
   /`perf send_lat -s 64`, average \| us .*raw Node TCP ping-pong .*mean/,
   /`perf send_lat -s 64`, p99 \| us .*\| ≤ 1\.5 × \|.*ping-pong .*p99/,

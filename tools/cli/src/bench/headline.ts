@@ -62,8 +62,8 @@ export function workerSteps(cores = availableParallelism()): number[] {
 /** The recorded runs the headline table makes (progress total). */
 export function headlineRuns(rounds: number, iperf: boolean, cores = availableParallelism()): number {
   const bw = iperf ? 3 : 2;
-  // write 64 KiB, write 1 MiB, read, send_lat, message rate, Markers, -q / --workers.
-  return rounds * (bw + bw + 2 + 2 + 1 + 2 + 1 + workerSteps(cores).length);
+  // write 64 KiB (warm, cold), write 1 MiB, read (warm, cold), send_lat, message rate, Markers, -q / --workers.
+  return rounds * (bw + 2 + bw + 2 + 2 + 2 + 1 + 2 + 1 + workerSteps(cores).length);
 }
 
 export const COST_CONNECTIONS = [1, 10, 100, 1000] as const;
@@ -128,9 +128,27 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
         }),
       );
   };
+  // The same from a cold process (no warm-up on either side), for what a first short run sees; no target.
+  const cold = async (test: 'write_bw' | 'read_bw', label: string) => {
+    const size = 64 * KiB;
+    const iters = itersFor(total, size);
+    const [s, b] = await alternateAll(plan, [
+      async () => (await perfTwoProcess({ test, size, iters })).MBps,
+      () => rawTcpTwoProcess(iters * size, size),
+    ]);
+    fig(
+      `${label}, cold processes, vs raw Node TCP`,
+      'MB/s',
+      median(s as number[]),
+      median(b as number[]),
+      `baseline: raw Node TCP bulk transfer between two processes, 64 KiB writes, same octets, both timed from their first octet`,
+    );
+  };
   await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', 0.9, 0.6);
+  await cold('write_bw', '`perf write_bw -s 65536` (CRC), two processes');
   await bandwidth('write_bw', MiB, '`perf write_bw -s 1048576` (CRC), two processes', 0.9, 0.6);
   await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', 0.85);
+  await cold('read_bw', '`perf read_bw -s 65536` (CRC), two processes');
 
   // send_lat 64 B against a raw ping-pong: the same round trips, both after the same unmeasured ones.
   const latIters = Math.max(100, Math.round(100_000 * scale));
