@@ -150,6 +150,42 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     }
   }, 30_000);
 
+  it('-q with --warm-up: every QP warms up first, and the measured operations of all start together', async () => {
+    class CountingDevice extends Device {
+      readonly cqs: CompletionQueue[] = [];
+      override createCq(): CompletionQueue {
+        const cq = super.createCq();
+        this.cqs.push(cq);
+        return cq;
+      }
+    }
+    const qps = [0, 1].map(() => new CountingDevice());
+    const atStart: number[][] = [];
+    let arrived = 0;
+    let release: () => void = () => {};
+    const together = new Promise<void>((r) => (release = r));
+    const start = async (): Promise<void> => {
+      if (++arrived === qps.length) {
+        atStart.push(qps.map((d) => d.cqs[0]?.reported ?? -1));
+        release();
+      }
+      await together;
+    };
+    const runs = qps.map(async (device, i) => {
+      const stack = createStack(loopbackModule());
+      const [c, s] = await stack.pair({ host: `perf-qp-warm-${i}`, port: 0 });
+      const serving = perfServe(s, 'ietf', () => {}, 0);
+      const params = { test: 'write_bw', sizes: [2048], iters: 30, txDepth: 8, cqMod: 8, verify: true } as const;
+      const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { device, warmUp: 20, start });
+      await serving;
+      return r;
+    });
+    const results = await Promise.all(runs);
+    expect(results.every((r) => r?.verified && r.row.iterations === 30)).toBe(true);
+    // When the last QP reached the start line, each had completed its warm-up (⌈20/8⌉ signaled) and no more.
+    expect(atStart).toEqual([[3, 3]]);
+  }, 30_000);
+
   it("without -Q, perftest's rule: messages over 8 KiB are signaled one by one, smaller ones one in 100 (at most the tx-depth)", async () => {
     expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH }, CQ_MOD_SIZE_LIMIT + 1)).toBe(1);
     expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH }, CQ_MOD_SIZE_LIMIT)).toBe(100);

@@ -178,7 +178,10 @@ export interface PerfClientOptions {
   readonly device?: Device;
   /** Hears the server's READY: the pid of the process serving this queue pair, when it says. */
   readonly onReady?: (serverPid: number | undefined) => void;
-  /** Awaited after READY, before the first measured operation: starts every queue pair of `-q N` together. */
+  /**
+   * Awaited after READY (bandwidth tests with a warm-up: after the first size's warm-up), before the first
+   * measured operation: starts every queue pair of `-q N` together.
+   */
   readonly start?: () => Promise<void>;
   /**
    * Round trips (latency tests) or operations (bandwidth tests) made and not measured before each size's
@@ -406,11 +409,24 @@ async function clientRun(
     }
     remote = { stag: ready.rkey, to: ready.addr };
     options.onReady?.(ready.pid);
-    await options.start?.();
   } catch (e) {
     await s.closeWithin(CLOSE_WITHIN_MS);
     throw e;
   }
+  // `-q N` starts every QP's measured operations together: bandwidth tests with a warm-up wait after the
+  // first size's warm-up (so the aggregate's QPs measure the same span), everything else right away.
+  let started = false;
+  const begin = async (): Promise<void> => {
+    if (started) return;
+    started = true;
+    try {
+      await options.start?.();
+    } catch (e) {
+      await s.closeWithin(CLOSE_WITHIN_MS);
+      throw e;
+    }
+  };
+  if (!(p.test.endsWith('_bw') && (options.warmUp ?? 0) > 0)) await begin();
   const results: PerfResult[] = [];
   const sq = new SendQueueWindow(s);
   // send_bw flow control: the server posted this many receives and announces each batch it posts again.
@@ -469,6 +485,7 @@ async function clientRun(
         // --warm-up: operations posted the same way and not measured (a warm JIT, as perftest's -D margin).
         const warm = options.warmUp ?? 0;
         if (warm > 0) await burst(performance.now(), (n) => n < warm);
+        await begin();
         const t0 = performance.now();
         const posted = await burst(t0, (n) => until(t0, n));
         const ms = performance.now() - t0;
