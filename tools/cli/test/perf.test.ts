@@ -14,6 +14,16 @@ import {
 import { allSizes } from '../src/perf/format.js';
 import { freePort, run } from './procs.js';
 
+/** A device that keeps the completion queues made on it (the session's send CQ is the first). */
+class CountingDevice extends Device {
+  readonly cqs: CompletionQueue[] = [];
+  override createCq(): CompletionQueue {
+    const cq = super.createCq();
+    this.cqs.push(cq);
+    return cq;
+  }
+}
+
 const base = { port: '0', size: '4096', iters: '40', txDepth: '16', verify: true } as const;
 
 describe('rddp perf: perftest tests, both ends in one process', () => {
@@ -102,15 +112,6 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
   }, 30_000);
 
   it('-Q N (perftest --cq-mod): through verbs, one send work request in N is signaled and the last one; every operation counts', async () => {
-    /** A device that keeps the completion queues made on it (the session's send CQ is the first). */
-    class CountingDevice extends Device {
-      readonly cqs: CompletionQueue[] = [];
-      override createCq(): CompletionQueue {
-        const cq = super.createCq();
-        this.cqs.push(cq);
-        return cq;
-      }
-    }
     for (const test of ['write_bw', 'read_bw', 'send_bw'] as const) {
       const stack = createStack(loopbackModule());
       const [c, s] = await stack.pair({ host: `perf-cq-mod-${test}`, port: 0 });
@@ -126,14 +127,6 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
   }, 30_000);
 
   it('--warm-up N in bandwidth tests: N operations go first, unmeasured; the atomic word counts them too', async () => {
-    class CountingDevice extends Device {
-      readonly cqs: CompletionQueue[] = [];
-      override createCq(): CompletionQueue {
-        const cq = super.createCq();
-        this.cqs.push(cq);
-        return cq;
-      }
-    }
     for (const test of ['atomic_bw', 'send_bw', 'read_bw'] as const) {
       const stack = createStack(loopbackModule());
       const [c, s] = await stack.pair({ host: `perf-warm-${test}`, port: 0 });
@@ -151,14 +144,6 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
   }, 30_000);
 
   it('-q with --warm-up: every QP warms up first, and the measured operations of all start together', async () => {
-    class CountingDevice extends Device {
-      readonly cqs: CompletionQueue[] = [];
-      override createCq(): CompletionQueue {
-        const cq = super.createCq();
-        this.cqs.push(cq);
-        return cq;
-      }
-    }
     const qps = [0, 1].map(() => new CountingDevice());
     const atStart: number[][] = [];
     let arrived = 0;
@@ -191,14 +176,6 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH }, CQ_MOD_SIZE_LIMIT)).toBe(100);
     expect(cqModFor({ txDepth: 64 }, 64)).toBe(64);
     expect(cqModFor({ txDepth: DEFAULT_TX_DEPTH, cqMod: 16 }, 1 << 16)).toBe(16);
-    class CountingDevice extends Device {
-      readonly cqs: CompletionQueue[] = [];
-      override createCq(): CompletionQueue {
-        const cq = super.createCq();
-        this.cqs.push(cq);
-        return cq;
-      }
-    }
     for (const [size, reported] of [
       [16384, 30],
       [4096, 1],
