@@ -28,7 +28,7 @@ import { segmentOf, type TerminateCause, type TerminatedSegment } from './termin
 import { RdmaErrorCode, RdmaErrorType, TerminateLayer } from './terminate-codes.js';
 import { onTerminateReceived, terminateWith } from './terminate-path.js';
 import { atomicCompleted, readCompleted, respond } from './tx.js';
-import type { CompletionStatus } from './types.js';
+import type { CompletionStatus, ReceiveCompletion } from './types.js';
 
 /** An error found on a Delivered message (§7.1 cases 2, 3): Terminate, with the receive it failed. */
 function deliveredError(st: StreamState, cause: TerminateCause, receive?: CompletionStatus): void {
@@ -206,15 +206,16 @@ function onSend(st: StreamState, r: PostedReceive, length: number, info: OpcodeI
     }
     invalidated = invalidateStag;
   }
-  st.emitReceive({
+  const c: { -readonly [K in keyof ReceiveCompletion]: ReceiveCompletion[K] } = {
     kind: 'receive',
     id: r.id,
     buffer: r.buffer,
     status: 'success',
     byteLength: length,
     solicited: info.solicitedEvent,
-    ...(invalidated !== undefined ? { invalidatedStag: invalidated } : {}),
-  });
+  };
+  if (invalidated !== undefined) c.invalidatedStag = invalidated; // no spread per Send
+  st.emitReceive(c);
 }
 
 /** An RDMA Read Request Delivered (rule 17): validated (§7.2 4a–4e), then answered in order (rule 20). */

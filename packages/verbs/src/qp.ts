@@ -25,7 +25,7 @@ import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionEr
 import type { ProtectionDomain } from './pd.js';
 import { type Pending, PendingSends, RecvToken, type Settle } from './pending.js';
 import { QueuePairConveniences } from './qp-promises.js';
-import type { RecvWorkRequest, SendWorkRequest, WorkCompletion } from './types.js';
+import type { RecvWorkRequest, SendWorkRequest, WcStatus, WorkCompletion } from './types.js';
 import { count, positive } from './validate.js';
 import { receiveBuffer, type TranslatedSend, translateSend, type WrLimits } from './work-requests.js';
 
@@ -74,7 +74,7 @@ export interface QpConnectOptions {
 export type QpState = 'init' | RdmapStreamState;
 
 /** What a completion adds to its work request's id and opcode. */
-type CompletionFields = Omit<WorkCompletion, 'wrId' | 'opcode' | 'qpNum'>;
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 export class QueuePair extends QueuePairConveniences {
   readonly sendCq: CompletionQueue;
@@ -329,14 +329,11 @@ export class QueuePair extends QueuePairConveniences {
     if (c.kind === 'receive') {
       const p = RecvToken.take(this, c.id);
       if (p === undefined) return; // a receive posted on the RDMAP Stream directly, not through this queue pair
-      this.complete(p, {
-        status: c.status,
-        byteLen: c.byteLength,
-        solicited: c.solicited,
-        ...(c.invalidatedStag !== undefined ? { invalidatedStag: c.invalidatedStag } : {}),
-        ...(c.immediateData !== undefined ? { immData: c.immediateData } : {}),
-        ...(c.error ? { error: c.error } : {}),
-      });
+      const wc = this.wc(p, c.status, c.byteLength, c.solicited);
+      if (c.invalidatedStag !== undefined) wc.invalidatedStag = c.invalidatedStag;
+      if (c.immediateData !== undefined) wc.immData = c.immediateData;
+      if (c.error) wc.error = c.error;
+      this.complete(p, wc);
       return;
     }
     const p = this.sends.take(c.request);
@@ -348,19 +345,20 @@ export class QueuePair extends QueuePairConveniences {
     // RFC 7306: the Original Remote Data Value goes into the atomic's local element, in wire (big-endian) order.
     if (c.atomicResult !== undefined && p.result !== undefined)
       new DataView(p.result.buffer, p.result.byteOffset, ATOMIC_OPERAND_LENGTH).setBigUint64(0, c.atomicResult);
-    this.complete(p, {
-      status: c.status,
-      byteLen: c.byteLength,
-      solicited: false,
-      ...(c.atomicResult !== undefined ? { atomicResult: c.atomicResult } : {}),
-      ...(c.error ? { error: c.error } : {}),
-    });
+    const wc = this.wc(p, c.status, c.byteLength, false);
+    if (c.atomicResult !== undefined) wc.atomicResult = c.atomicResult;
+    if (c.error) wc.error = c.error;
+    this.complete(p, wc);
+  }
+
+  /** A work completion's fixed fields, one object shape for all (optional ones are set by the caller). */
+  private wc(p: Pending, status: WcStatus, byteLen: number, solicited: boolean): Mutable<WorkCompletion> {
+    return { wrId: p.wrId, status, opcode: p.opcode, byteLen, qpNum: this.qpNum, solicited };
   }
 
   /** Reports a work completion on its CQ (a send's success only if signaled) and settles its promise. */
-  private complete(p: Pending, fields: CompletionFields): void {
-    const { status, byteLen, ...rest } = fields;
-    const wc: WorkCompletion = { wrId: p.wrId, status, opcode: p.opcode, byteLen, qpNum: this.qpNum, ...rest };
+  private complete(p: Pending, wc: WorkCompletion): void {
+    const status = wc.status;
     if (p.opcode === 'recv') {
       this.rqOutstanding--;
       this.recvCq.push(wc);
@@ -377,7 +375,7 @@ export class QueuePair extends QueuePairConveniences {
   private endUnconnected(): void {
     for (const { token } of this.early.splice(0)) {
       const p = RecvToken.take(this, token);
-      if (p) this.complete(p, { status: 'flushed', byteLen: 0, solicited: false });
+      if (p) this.complete(p, this.wc(p, 'flushed', 0, false));
     }
     this.stateSubject.next('closed');
     this.connected.complete();

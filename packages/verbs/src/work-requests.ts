@@ -89,7 +89,12 @@ function naming<T>(wrId: WrId | undefined, index: number | undefined, check: () 
  * RDMAP operation.
  */
 export function translateSend(wr: SendWorkRequest, q: WrLimits, index?: number): TranslatedSend {
-  return naming(wr?.wrId, index, () => translate(wr, q));
+  try {
+    return translate(wr, q); // no closure per work request: this is every post's path
+  } catch (e) {
+    if (e instanceof VerbsError) e.message = `${workRequestName(wr?.wrId, index)}: ${e.message}`;
+    throw e;
+  }
 }
 
 function translate(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
@@ -99,17 +104,10 @@ function translate(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
       const immediate = wr.opcode === 'rdma-write-with-imm' ? immediateOf(wr, q) : undefined;
       const { slices, stags, length } = gather(wr.sgList, q);
       const remote = checkRemote(wr.remote, length);
-      return {
-        opcode: 'rdma-write',
-        op: {
-          type: 'write',
-          sinkStag: remote.stag,
-          sinkTo: remote.to,
-          payload: slices,
-          ...(immediate && { immediate }),
-        },
-        localStags: stags,
-      };
+      const op: RdmapOperation = immediate
+        ? { type: 'write', sinkStag: remote.stag, sinkTo: remote.to, payload: slices, immediate }
+        : { type: 'write', sinkStag: remote.stag, sinkTo: remote.to, payload: slices };
+      return { opcode: 'rdma-write', op, localStags: stags };
     }
     case 'send':
     case 'send-with-invalidate':
@@ -120,12 +118,9 @@ function translate(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
       // RFC 7306: with Immediate Data, `solicited` belongs to the Immediate Data message, not the Send.
       const op: RdmapOperation = immediate
         ? { type: 'send', payload: slices, immediate }
-        : {
-            type: 'send',
-            payload: slices,
-            solicited: wr.solicited ?? false,
-            ...(wr.opcode === 'send-with-invalidate' && { invalidateStag: wr.invalidateStag }),
-          };
+        : wr.opcode === 'send-with-invalidate'
+          ? { type: 'send', payload: slices, solicited: wr.solicited ?? false, invalidateStag: wr.invalidateStag }
+          : { type: 'send', payload: slices, solicited: wr.solicited ?? false };
       return { opcode: 'send', op, localStags: stags };
     }
     case 'rdma-read': {
