@@ -5,6 +5,9 @@ import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
 import { INLINE_DEFAULT, INLINE_MAX } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
 
+/** `highWaterMark`'s default: octets queued for the socket (views of the ULP's buffers, FPDU headers). */
+export const DEFAULT_HIGH_WATER_MARK = 4 << 20;
+
 /** Most a 16-bit ULPDU_Length can say (RFC 5044 §4.1): the ceiling of `maxUlpduLength`. */
 export const ULPDU_LENGTH_FIELD_MAX = 0xffff;
 
@@ -36,7 +39,10 @@ export interface MpaTcpOptions {
   readonly emss?: number | 'auto';
   /** Fix the MULPDU instead (128..64768, RFC 5044 §3). */
   readonly mulpdu?: number;
-  /** Octets queued for the socket above which `send` returns false (default 1 MiB). */
+  /**
+   * Octets queued for the socket above which `send` returns false (default 4 MiB: with 1 MiB, the socket
+   * ran dry between 'drain' and the next batch; docs/PERFORMANCE.md).
+   */
   readonly highWaterMark?: number;
   /** Startup timer: TCP connect + MPA Request/Reply (+ RTR) must finish within it (default 10 000 ms). */
   readonly handshakeTimeoutMs?: number;
@@ -158,7 +164,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     responder: resolveParams(params, RESPONDER_DEFAULTS),
     emss: o.emss ?? 'auto',
     mulpdu: o.mulpdu,
-    highWaterMark: positive('highWaterMark', o.highWaterMark, 1 << 20),
+    highWaterMark: positive('highWaterMark', o.highWaterMark, DEFAULT_HIGH_WATER_MARK),
     handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     inlineThreshold: inlineThreshold(o.inlineThreshold),

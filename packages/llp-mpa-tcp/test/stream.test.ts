@@ -147,3 +147,25 @@ describe('inversify module', () => {
     b.abort();
   });
 });
+
+describe('send backpressure', () => {
+  it('send() returns false once highWaterMark octets are queued: 4 MiB by default, or as configured', async () => {
+    for (const [transport, hwm] of [
+      [mpaTcp(), 4 << 20],
+      [mpaTcp({ highWaterMark: 1 << 20 }), 1 << 20],
+    ] as const) {
+      const [a, b] = await tcpPair(transport, { params: { revision: 1 } });
+      const atB = collect(b.stream);
+      b.stream.pause();
+      const chunk = pattern(32 * 1024, 3);
+      let sent = 0;
+      // One synchronous run: nothing reaches the socket before the turn ends, so the count is exact.
+      while (a.stream.send([chunk])) sent += chunk.length;
+      sent += chunk.length;
+      expect(sent, `hwm ${hwm}`).toBe(hwm);
+      b.stream.resume();
+      await atB.wait(sent / chunk.length);
+      await a.close();
+    }
+  });
+});
