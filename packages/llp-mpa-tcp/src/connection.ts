@@ -88,7 +88,7 @@ export class MpaTcpConnection implements LlpConnection {
       negotiated: init.negotiated,
       emss: emssFor(o.emss, s.remoteAddress, s.remoteFamily),
       ...(o.mulpdu !== undefined ? { mulpdu: o.mulpdu } : {}),
-      highWaterMark: o.highWaterMark,
+      ...(o.highWaterMark !== undefined ? { highWaterMark: o.highWaterMark } : {}),
       closeTimeoutMs: o.closeTimeoutMs,
       inlineThreshold: o.inlineThreshold,
       keepAliveMs: o.keepAliveMs,

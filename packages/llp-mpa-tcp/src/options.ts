@@ -7,6 +7,8 @@ import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
 
 /** `highWaterMark`'s default: octets queued for the socket (views of the ULP's buffers, FPDU headers). */
 export const DEFAULT_HIGH_WATER_MARK = 4 << 20;
+/** `highWaterMark`'s default on a stream that sends Markers (RFC 5044 §5): its FPDUs are many small chunks. */
+export const MARKERS_HIGH_WATER_MARK = 1 << 20;
 
 /** Most a 16-bit ULPDU_Length can say (RFC 5044 §4.1): the ceiling of `maxUlpduLength`. */
 export const ULPDU_LENGTH_FIELD_MAX = 0xffff;
@@ -40,8 +42,9 @@ export interface MpaTcpOptions {
   /** Fix the MULPDU instead (128..64768, RFC 5044 §3). */
   readonly mulpdu?: number;
   /**
-   * Octets queued for the socket above which `send` returns false (default 4 MiB: with 1 MiB, the socket
-   * ran dry between 'drain' and the next batch; docs/PERFORMANCE.md).
+   * Octets queued for the socket above which `send` returns false. Default 4 MiB (with 1 MiB the socket
+   * ran dry between 'drain' and the next batch), 1 MiB on a stream that sends Markers (two socket chunks
+   * per 512 octets: a deeper queue only lengthens each writev). docs/PERFORMANCE.md.
    */
   readonly highWaterMark?: number;
   /** Startup timer: TCP connect + MPA Request/Reply (+ RTR) must finish within it (default 10 000 ms). */
@@ -100,7 +103,8 @@ export interface ResolvedTransportOptions {
   readonly responder: ResolvedMpaParams;
   readonly emss: number | 'auto';
   readonly mulpdu: number | undefined;
-  readonly highWaterMark: number;
+  /** Unset: the stream's default (`DEFAULT_HIGH_WATER_MARK`, or `MARKERS_HIGH_WATER_MARK` with Markers). */
+  readonly highWaterMark: number | undefined;
   readonly handshakeTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly inlineThreshold: number;
@@ -164,7 +168,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     responder: resolveParams(params, RESPONDER_DEFAULTS),
     emss: o.emss ?? 'auto',
     mulpdu: o.mulpdu,
-    highWaterMark: positive('highWaterMark', o.highWaterMark, DEFAULT_HIGH_WATER_MARK),
+    highWaterMark: o.highWaterMark === undefined ? undefined : positive('highWaterMark', o.highWaterMark, 0),
     handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     inlineThreshold: inlineThreshold(o.inlineThreshold),

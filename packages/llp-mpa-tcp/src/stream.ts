@@ -19,6 +19,7 @@ import { type MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError }
 import { FpduReader, FpduWriter } from './fpdu.js';
 import { mulpduForEmss } from './markers.js';
 import type { MpaNegotiated, RtrType } from './negotiation.js';
+import { DEFAULT_HIGH_WATER_MARK, MARKERS_HIGH_WATER_MARK } from './options.js';
 import { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
 import type { SocketReceiver } from './socket-rx.js';
 import { TxBatch } from './tx-batch.js';
@@ -32,8 +33,8 @@ export interface MpaStreamInit {
   /** EMSS the MULPDU is derived from (RFC 5044 §4.5), unless `mulpdu` fixes it. */
   readonly emss: number;
   readonly mulpdu?: number;
-  /** Octets queued for the socket above which `send` returns false. */
-  readonly highWaterMark: number;
+  /** Octets queued for the socket above which `send` returns false (unset: the defaults in options.ts). */
+  readonly highWaterMark?: number;
   /** How long a graceful close waits for the peer's FIN before resetting. */
   readonly closeTimeoutMs: number;
   /** ULPDUs up to this size are framed inline, one socket chunk (default `INLINE_DEFAULT`). */
@@ -125,7 +126,8 @@ export class MpaTcpStream extends BaseLlpStream {
     this.socket = init.socket;
     this.role = init.role;
     this.negotiated = n;
-    this.hwm = Math.max(init.highWaterMark, init.socket.writableHighWaterMark);
+    const hwm = init.highWaterMark ?? (n.markersTx ? MARKERS_HIGH_WATER_MARK : DEFAULT_HIGH_WATER_MARK);
+    this.hwm = Math.max(hwm, init.socket.writableHighWaterMark);
     this.closeTimeoutMs = init.closeTimeoutMs;
     this.logger = init.logger;
     this.connectionId = init.connectionId;

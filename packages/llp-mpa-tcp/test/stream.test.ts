@@ -149,12 +149,15 @@ describe('inversify module', () => {
 });
 
 describe('send backpressure', () => {
-  it('send() returns false once highWaterMark octets are queued: 4 MiB by default, or as configured', async () => {
-    for (const [transport, hwm] of [
-      [mpaTcp(), 4 << 20],
-      [mpaTcp({ highWaterMark: 1 << 20 }), 1 << 20],
+  it('send() returns false once highWaterMark octets are queued: 4 MiB by default, 1 MiB when sending Markers, or as configured', async () => {
+    for (const [transport, markers, hwm] of [
+      [mpaTcp(), false, 4 << 20],
+      [mpaTcp(), true, 1 << 20],
+      [mpaTcp({ highWaterMark: 1 << 20 }), false, 1 << 20],
+      [mpaTcp({ highWaterMark: 2 << 20 }), true, 2 << 20],
     ] as const) {
-      const [a, b] = await tcpPair(transport, { params: { revision: 1 } });
+      const [a, b] = await tcpPair(transport, { params: { revision: 1, markers } }, { params: { markers } });
+      expect(a.stream.negotiated.markersTx).toBe(markers);
       const atB = collect(b.stream);
       b.stream.pause();
       const chunk = pattern(32 * 1024, 3);
