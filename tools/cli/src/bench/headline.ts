@@ -96,9 +96,10 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
 
   // Bandwidth: perf write_bw / read_bw with CRC (the default) against raw Node TCP and iperf3, same
   // octets in same-size writes.
-  const bandwidth = async (test: 'write_bw' | 'read_bw', size: number, label: string, raw: number, ip?: number) => {
+  // `raw` undefined: a cold row — fresh processes, no warm-up on either side, no target, no iperf3.
+  const bandwidth = async (test: 'write_bw' | 'read_bw', size: number, label: string, raw?: number, ip?: number) => {
     const iters = itersFor(total, size);
-    const warm = warmUpFor(iters);
+    const warm = raw === undefined ? 0 : warmUpFor(iters);
     const runs: (() => Promise<number>)[] = [
       async () => (await perfTwoProcess({ test, size, iters, warmUp: warm })).MBps,
       () => rawTcpTwoProcess(iters * size, size, warm * size),
@@ -106,12 +107,15 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     if (ip !== undefined && iperf) runs.push(() => iperf3Bandwidth(size, iters * size));
     const [s, b, i] = await alternateAll(plan, runs);
     const v = median(s as number[]);
+    const base = `baseline: raw Node TCP bulk transfer between two processes, ${size / KiB} KiB writes, same octets`;
     fig(
-      `${label} vs raw Node TCP`,
+      raw === undefined ? `${label}, cold processes, vs raw Node TCP` : `${label} vs raw Node TCP`,
       'MB/s',
       v,
       median(b as number[]),
-      `baseline: raw Node TCP bulk transfer between two processes, ${size / KiB} KiB writes, same octets, both after ${(warm * size) / MiB} MiB unmeasured`,
+      warm === 0
+        ? `${base}, both timed from their first octet`
+        : `${base}, both after ${(warm * size) / MiB} MiB unmeasured`,
       raw,
     );
     if (ip === undefined) return;
@@ -128,27 +132,11 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
         }),
       );
   };
-  // The same from a cold process (no warm-up on either side), for what a first short run sees; no target.
-  const cold = async (test: 'write_bw' | 'read_bw', label: string) => {
-    const size = 64 * KiB;
-    const iters = itersFor(total, size);
-    const [s, b] = await alternateAll(plan, [
-      async () => (await perfTwoProcess({ test, size, iters })).MBps,
-      () => rawTcpTwoProcess(iters * size, size),
-    ]);
-    fig(
-      `${label}, cold processes, vs raw Node TCP`,
-      'MB/s',
-      median(s as number[]),
-      median(b as number[]),
-      `baseline: raw Node TCP bulk transfer between two processes, 64 KiB writes, same octets, both timed from their first octet`,
-    );
-  };
   await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', 0.9, 0.6);
-  await cold('write_bw', '`perf write_bw -s 65536` (CRC), two processes');
+  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes');
   await bandwidth('write_bw', MiB, '`perf write_bw -s 1048576` (CRC), two processes', 0.9, 0.6);
   await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', 0.85);
-  await cold('read_bw', '`perf read_bw -s 65536` (CRC), two processes');
+  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes');
 
   // send_lat 64 B against a raw ping-pong: the same round trips, both after the same unmeasured ones.
   const latIters = Math.max(100, Math.round(100_000 * scale));
