@@ -143,32 +143,62 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     }
   }, 30_000);
 
-  it('-q with --warm-up: every QP warms up first, and the measured operations of all start together', async () => {
+  it('-q with --warm-up: per size, every QP warms up, all start together, and none verifies before all have finished', async () => {
     const qps = [0, 1].map(() => new CountingDevice());
-    const atStart: number[][] = [];
-    let arrived = 0;
-    let release: () => void = () => {};
-    const together = new Promise<void>((r) => (release = r));
-    const start = async (): Promise<void> => {
-      if (++arrived === qps.length) {
-        atStart.push(qps.map((d) => d.cqs[0]?.reported ?? -1));
-        release();
-      }
-      await together;
+    const reads = qps.map(() => 0); // RDMA Reads each QP posted: its verification reads the server's region back
+    // When the last QP reaches a line (a start or a finish, per size): each QP's reported completions × 100
+    // + the Reads it has posted.
+    const reached = (lines: number[][]) => {
+      let arrived = 0;
+      let release: () => void = () => {};
+      let together = new Promise<void>((r) => (release = r));
+      return async (): Promise<void> => {
+        const passing = together;
+        if (++arrived === qps.length) {
+          lines.push(qps.map((d, i) => (d.cqs[0]?.reported ?? -1) * 100 + (reads[i] as number)));
+          arrived = 0;
+          release();
+          together = new Promise<void>((r) => (release = r));
+        }
+        await passing;
+      };
     };
+    const atStart: number[][] = [];
+    const atFinish: number[][] = [];
+    const start = reached(atStart);
+    const finish = reached(atFinish);
     const runs = qps.map(async (device, i) => {
       const stack = createStack(loopbackModule());
       const [c, s] = await stack.pair({ host: `perf-qp-warm-${i}`, port: 0 });
       const serving = perfServe(s, 'ietf', () => {}, 0);
-      const params = { test: 'write_bw', sizes: [2048], iters: 30, txDepth: 8, cqMod: 8, verify: true } as const;
-      const [r] = await perfClient(c, 'ietf', params, () => {}, undefined, 0, { device, warmUp: 20, start });
+      const params = { test: 'write_bw', sizes: [2048, 1024], iters: 30, txDepth: 8, cqMod: 8, verify: true } as const;
+      const rdmapFactory: RdmapStreamBuilder = (llp, request) => {
+        const r = rdmapStreamOn(llp, request);
+        const post = r.postSend.bind(r);
+        r.postSend = (wr) => {
+          if (wr.op.type === 'read') reads[i] = (reads[i] as number) + 1;
+          post(wr);
+        };
+        return r;
+      };
+      const options = { device, rdmapFactory, warmUp: 20, start, finish };
+      const results = await perfClient(c, 'ietf', params, () => {}, undefined, 0, options);
       await serving;
-      return r;
+      return results;
     });
-    const results = await Promise.all(runs);
+    const results = (await Promise.all(runs)).flat();
     expect(results.every((r) => r?.verified && r.row.iterations === 30)).toBe(true);
-    // When the last QP reached the start line, each had completed its warm-up (⌈20/8⌉ signaled) and no more.
-    expect(atStart).toEqual([[3, 3]]);
+    // Signaled per size: ⌈20/8⌉ = 3 in the warm-up, ⌈30/8⌉ = 4 measured; then one Read verifies the size.
+    // Size 1: start after its warm-up (3), finish after its measured Writes (7), before either QP's Read.
+    // Size 2: start at 7 + 3 after size 1's Read, finish at 14, before size 2's Read.
+    expect(atStart).toEqual([
+      [300, 300],
+      [1001, 1001],
+    ]);
+    expect(atFinish).toEqual([
+      [700, 700],
+      [1401, 1401],
+    ]);
   }, 30_000);
 
   it("without -Q, perftest's rule: messages over 8 KiB are signaled one by one, smaller ones one in 100 (at most the tx-depth)", async () => {

@@ -179,10 +179,15 @@ export interface PerfClientOptions {
   /** Hears the server's READY: the pid of the process serving this queue pair, when it says. */
   readonly onReady?: (serverPid: number | undefined) => void;
   /**
-   * Awaited after READY (bandwidth tests with a warm-up: after the first size's warm-up), before the first
-   * measured operation: starts every queue pair of `-q N` together.
+   * Awaited before each size's measured operations (bandwidth tests: after the size's warm-up): starts
+   * every queue pair of `-q N` together. Every QP awaits it once per size.
    */
   readonly start?: () => Promise<void>;
+  /**
+   * Awaited once each size's measured operations have completed and been timed, before their verification
+   * and the next size: no QP of `-q N` verifies or moves on while another is still measuring.
+   */
+  readonly finish?: () => Promise<void>;
   /**
    * Round trips (latency tests) or operations (bandwidth tests) made and not measured before each size's
    * measured ones (a warm JIT).
@@ -413,20 +418,18 @@ async function clientRun(
     await s.closeWithin(CLOSE_WITHIN_MS);
     throw e;
   }
-  // `-q N` starts every QP's measured operations together: bandwidth tests with a warm-up wait after the
-  // first size's warm-up (so the aggregate's QPs measure the same span), everything else right away.
-  let started = false;
-  const begin = async (): Promise<void> => {
-    if (started) return;
-    started = true;
+  // `-q N`: every QP's measured operations of a size start together (after its warm-up) and end together
+  // before any QP verifies or moves on, so the aggregate's QPs measure one span undisturbed by the others'
+  // verification and control messages (docs/PERFORMANCE.md "`-q 8`").
+  const line = async (at: (() => Promise<void>) | undefined): Promise<void> => {
+    if (at === undefined) return;
     try {
-      await options.start?.();
+      await at();
     } catch (e) {
       await s.closeWithin(CLOSE_WITHIN_MS);
       throw e;
     }
   };
-  if (!(p.test.endsWith('_bw') && (options.warmUp ?? 0) > 0)) await begin();
   const results: PerfResult[] = [];
   const sq = new SendQueueWindow(s);
   // send_bw flow control: the server posted this many receives and announces each batch it posts again.
@@ -485,10 +488,11 @@ async function clientRun(
         // --warm-up: operations posted the same way and not measured (a warm JIT, as perftest's -D margin).
         const warm = options.warmUp ?? 0;
         if (warm > 0) await burst(performance.now(), (n) => n < warm);
-        await begin();
+        await line(options.start);
         const t0 = performance.now();
         const posted = await burst(t0, (n) => until(t0, n));
         const ms = performance.now() - t0;
+        await line(options.finish);
         const avg = mbPerSec(posted * size, ms);
         const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
         result = {
@@ -506,6 +510,7 @@ async function clientRun(
         const samples: number[] = [];
         const warm = options.warmUp ?? 0;
         const halve = p.test === 'read_lat' || atomic ? 1 : 2;
+        await line(options.start);
         const t0 = performance.now();
         if (p.test === 'send_lat') {
           // Ping-pong as perftest runs it: the next ping is posted (unsignaled) within the echo's receive
@@ -542,6 +547,7 @@ async function clientRun(
             if (i >= 0) samples.push(((performance.now() - ts) * 1000) / halve);
           }
         }
+        await line(options.finish);
         const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
         result = {
           kind: 'lat',

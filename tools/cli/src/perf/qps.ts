@@ -26,27 +26,42 @@ export interface QpsRow {
   readonly qps: readonly QpResult[];
 }
 
-/** Every queue pair waits here after READY; all start when the last arrives; one failure releases all. */
-export class StartLine {
+/**
+ * A line every queue pair of the run waits at, again and again (once per size): all pass when the last
+ * arrives; one failure releases every QP waiting now or later.
+ */
+export class QpLine {
   private arrived = 0;
   private release: () => void = () => {};
+  private current: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | undefined;
   private abort: (e: unknown) => void = () => {};
-  private readonly all: Promise<void>;
 
   constructor(private readonly n: number) {
-    this.all = new Promise<void>((resolve, reject) => {
+    this.open();
+  }
+
+  private open(): void {
+    this.arrived = 0;
+    this.current = new Promise<void>((resolve, reject) => {
       this.release = resolve;
       this.abort = reject;
     });
-    this.all.catch(() => {}); // each arrival awaits it; a failure is reported by the QP that failed
+    this.current.catch(() => {}); // each arrival awaits it; a failure is reported by the QP that failed
   }
 
   arrive(): Promise<void> {
-    if (++this.arrived >= this.n) this.release();
-    return this.all;
+    if (this.failure) return Promise.reject(this.failure.error);
+    const passing = this.current;
+    if (++this.arrived >= this.n) {
+      this.release();
+      this.open();
+    }
+    return passing;
   }
 
   fail(e: unknown): void {
+    this.failure ??= { error: e };
     this.abort(e);
   }
 }
@@ -116,18 +131,26 @@ export function aggregateQps(results: readonly PerfResult[]): PerfResult {
 }
 
 /**
- * Client side of `-q N`: runs `runQp` on every connection at once, each QP starting when all have their
- * READY. Resolves with one row per size; the first QP failure is thrown once every QP has ended.
+ * Client side of `-q N`: runs `runQp` on every connection at once; each size's measured operations start
+ * when every QP is ready for them and end, before any verification, when every QP has completed them.
+ * Resolves with one row per size; the first QP failure is thrown once every QP has ended.
  */
 export async function perfClientQps(
   conns: readonly LlpConnection[],
   runQp: (conn: LlpConnection, options: PerfClientOptions) => Promise<PerfResult[]>,
 ): Promise<QpsRow[]> {
-  const line = new StartLine(conns.reduce((a, c) => a + c.streams.length, 0));
+  const qps = conns.reduce((a, c) => a + c.streams.length, 0);
+  const start = new QpLine(qps);
+  const finish = new QpLine(qps);
   const pids: (number | undefined)[] = [];
   const runs = conns.map((conn, i) =>
-    runQp(conn, { onReady: (pid) => (pids[i] = pid), start: () => line.arrive() }).catch((e: unknown) => {
-      line.fail(e);
+    runQp(conn, {
+      onReady: (pid) => (pids[i] = pid),
+      start: () => start.arrive(),
+      finish: () => finish.arrive(),
+    }).catch((e: unknown) => {
+      start.fail(e);
+      finish.fail(e);
       throw e;
     }),
   );
