@@ -260,6 +260,15 @@ export interface DdpStreamOptions {
   readonly callerChecked?: boolean;
 }
 
+/**
+ * Hears, once, how a message given to `sendTaggedWith`/`sendUntaggedWith` ended: `error` undefined once the
+ * LLP holds no reference to its payload any more (sent), else why it was not sent. `msn` is the message's
+ * MSN (untagged, RFC 5041 §5.1.2), −1 for a tagged one. May be called from inside the call that sent it.
+ */
+export interface DdpSendSink {
+  ddpSent(error: unknown, msn: number): void;
+}
+
 /** An untagged send: settles as `sendUntagged` says; its MSN is known at once (RFC 5041 §5.1.2). */
 export interface UntaggedSend extends Promise<number> {
   /** The message's MSN; −1 when the send was refused (the promise rejects). */
@@ -293,7 +302,8 @@ export interface DdpCloseEvent {
 }
 
 /** One DDP Stream over one LLP stream (§6). The two sends are `DdpStream`'s, declared once there. */
-export interface DdpStreamApi extends Pick<DdpStream, 'sendTagged' | 'sendUntagged'> {
+export interface DdpStreamApi
+  extends Pick<DdpStream, 'sendTagged' | 'sendUntagged' | 'sendTaggedWith' | 'sendUntaggedWith'> {
   readonly llp: LlpStream;
   readonly profile: DdpProfile;
   readonly state: DdpStreamState;

@@ -12,6 +12,7 @@ import {
   type DdpCloseEvent,
   type DdpErrorEvent,
   type DdpProfile,
+  type DdpSendSink,
   type DdpStreamApi,
   type DdpStreamOptions,
   type DdpStreamState,
@@ -185,15 +186,31 @@ export class DdpStream implements DdpStreamApi {
     signal?: AbortSignal,
     onHanded?: () => void,
   ): Promise<void> {
-    try {
-      this.assertCanSend();
-      if (!this.callerChecked) checkTaggedSend(stag, to, rsvdUlp, payload);
-      const n = payloadLength(payload);
-      this.tx.checkRoom();
-      return this.tx.enqueue(true, stag, to, 0, 0, rsvdUlp, payload, n, signal, onHanded) as Promise<void>;
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    return new Promise<void>((resolve, reject) => {
+      const sink: DdpSendSink = { ddpSent: (e) => (e === undefined ? resolve() : reject(e)) };
+      this.sendTaggedWith(stag, to, payload, rsvdUlp, sink, signal, onHanded);
+    });
+  }
+
+  /**
+   * `sendTagged` without a promise: `sink.ddpSent` hears how the message ended (a ULP's send-queue entry
+   * can be its own sink, so nothing is allocated per message for the outcome). Throws at once, without
+   * calling the sink, when the message cannot be queued.
+   */
+  sendTaggedWith(
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    sink: DdpSendSink,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): void {
+    this.assertCanSend();
+    if (!this.callerChecked) checkTaggedSend(stag, to, rsvdUlp, payload);
+    const n = payloadLength(payload);
+    this.tx.checkRoom();
+    this.tx.enqueue(true, stag, to, 0, -1, rsvdUlp, payload, n, sink, signal, onHanded);
   }
 
   /**
@@ -207,22 +224,33 @@ export class DdpStream implements DdpStreamApi {
     signal?: AbortSignal,
     onHanded?: () => void,
   ): UntaggedSend {
-    try {
-      this.assertCanSend();
-      if (!this.callerChecked) checkUntaggedSend(qn, rsvdUlp, payload);
-      const n = payloadLength(payload);
-      // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
-      this.tx.checkRoom();
-      const msn = this.nextMsnFor(qn);
-      // Settles with the MSN itself: no extra promise per message; the MSN rides on the promise.
-      const sent = this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, signal, onHanded) as Promise<number>;
-      (sent as { msn?: number }).msn = msn;
-      return sent as UntaggedSend;
-    } catch (e) {
-      const failed = Promise.reject(e) as Promise<number> & { msn?: number };
-      failed.msn = -1;
-      return failed as UntaggedSend;
-    }
+    let msn = -1;
+    // Settles with the MSN itself: no extra promise per message; the MSN rides on the promise.
+    const sent = new Promise<number>((resolve, reject) => {
+      const sink: DdpSendSink = { ddpSent: (e, m) => (e === undefined ? resolve(m) : reject(e)) };
+      msn = this.sendUntaggedWith(qn, payload, rsvdUlp, sink, signal, onHanded);
+    }) as Promise<number> & { msn: number };
+    sent.msn = msn;
+    return sent;
+  }
+
+  /** `sendUntagged` without a promise, as `sendTaggedWith`; returns the message's MSN. */
+  sendUntaggedWith(
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    sink: DdpSendSink,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): number {
+    this.assertCanSend();
+    if (!this.callerChecked) checkUntaggedSend(qn, rsvdUlp, payload);
+    const n = payloadLength(payload);
+    // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
+    this.tx.checkRoom();
+    const msn = this.nextMsnFor(qn);
+    this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, sink, signal, onHanded);
+    return msn;
   }
 
   postReceive(qn: number, buffer: Uint8Array, receiveId?: unknown): void {

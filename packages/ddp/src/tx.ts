@@ -5,7 +5,7 @@
  * copied or concatenated here. Messages go out whole and in the order they were given.
  */
 import type { LlpError, LlpStream } from '@rddp/llp';
-import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpVersion } from './api.js';
+import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpSendSink, type DdpVersion } from './api.js';
 import { DdpAbortError, DdpLlpUnsuitableError, DdpSendQueueFullError, DdpStreamClosedError } from './errors.js';
 import { encodeUntaggedHeader, MAX_SAFE_TO, TWO_32, writeTagged } from './header.js';
 
@@ -26,9 +26,8 @@ interface Job {
   part: number;
   partOffset: number;
   readonly signal: AbortSignal | undefined;
-  /** Settles the message's promise: with its MSN for an untagged message (RFC 5041 §4.3), else undefined. */
-  resolve(value: number | undefined): void;
-  reject(e: unknown): void;
+  /** Told once how the message ended (no promise per message: RDMAP's send-queue entry is the sink). */
+  readonly sink: DdpSendSink;
   /** Runs once the last segment is handed to the LLP. */
   readonly handed: (() => void) | undefined;
 }
@@ -98,6 +97,10 @@ export class Transmitter {
     return this.jobs.length;
   }
 
+  /**
+   * Queues a message; `sink.ddpSent` hears how it ended. Throws (and never calls the sink) when the
+   * stream has failed or `signal` is already aborted.
+   */
   enqueue(
     tagged: boolean,
     stag: number,
@@ -107,12 +110,12 @@ export class Transmitter {
     rsvdUlp: number,
     parts: readonly Uint8Array[],
     total: number,
-    signal?: AbortSignal,
-    handed?: () => void,
-  ): Promise<number | undefined> {
-    if (this.closedError) return Promise.reject(this.closedError);
-    if (signal?.aborted)
-      return Promise.reject(new DdpAbortError('send aborted before it started', { cause: signal.reason }));
+    sink: DdpSendSink,
+    signal: AbortSignal | undefined,
+    handed: (() => void) | undefined,
+  ): void {
+    if (this.closedError) throw this.closedError;
+    if (signal?.aborted) throw new DdpAbortError('send aborted before it started', { cause: signal.reason });
     let toHi = 0;
     let toLo = 0;
     if (to !== 0n) {
@@ -125,34 +128,31 @@ export class Transmitter {
         toLo = Number(to & 0xffff_ffffn);
       }
     }
-    return new Promise<number | undefined>((resolve, reject) => {
-      this.jobs.push({
-        tagged,
-        stag,
-        toHi,
-        toLo,
-        qn,
-        msn,
-        rsvdUlp,
-        parts,
-        total,
-        sent: 0,
-        started: false,
-        part: 0,
-        partOffset: 0,
-        signal,
-        resolve,
-        reject,
-        handed,
-      });
-      if (!this.pumping) this.pump();
+    this.jobs.push({
+      tagged,
+      stag,
+      toHi,
+      toLo,
+      qn,
+      msn,
+      rsvdUlp,
+      parts,
+      total,
+      sent: 0,
+      started: false,
+      part: 0,
+      partOffset: 0,
+      signal,
+      sink,
+      handed,
     });
+    if (!this.pumping) this.pump();
   }
 
   /** Rejects every queued message (the LLP stream ended). */
   fail(error: Error): void {
     this.closedError ??= error;
-    for (const j of this.jobs.splice(0)) j.reject(error);
+    for (const j of this.jobs.splice(0)) j.sink.ddpSent(error, j.msn);
   }
 
   /**
@@ -167,7 +167,7 @@ export class Transmitter {
         const job = this.jobs[0] as Job;
         if (!job.started && job.signal?.aborted) {
           this.jobs.shift();
-          job.reject(new DdpAbortError('send aborted before it started', { cause: job.signal.reason }));
+          job.sink.ddpSent(new DdpAbortError('send aborted before it started', { cause: job.signal.reason }), job.msn);
           continue;
         }
         const more = this.sendSegments(job);
@@ -212,7 +212,7 @@ export class Transmitter {
         `MULPDU ${this.llp.mulpdu} leaves no room for payload after a ${hdrLen}-octet DDP header`,
       );
       this.jobs.shift();
-      job.reject(e);
+      job.sink.ddpSent(e, job.msn);
       return 'done';
     }
     while (!job.started || job.sent < job.total) {
@@ -235,15 +235,10 @@ export class Transmitter {
       job.sent += n;
       let ok: boolean;
       try {
-        ok = this.llp.send(
-          seg,
-          last
-            ? (err?: LlpError) => (err ? job.reject(err) : job.resolve(job.tagged ? undefined : job.msn))
-            : undefined,
-        );
+        ok = this.llp.send(seg, last ? (err?: LlpError) => job.sink.ddpSent(err, job.msn) : undefined);
       } catch (e) {
         this.jobs.shift();
-        job.reject(e);
+        job.sink.ddpSent(e, job.msn);
         this.fail(e instanceof Error ? e : new DdpStreamClosedError('LLP stream ended'));
         return 'error';
       }

@@ -4,7 +4,7 @@
  * Reads and atomics (ORD/IRD, §6.1), the stream state machine, what ended it (terminate.ts), and the
  * subjects its events leave by. The transmit, receive and terminate modules are plain functions over it.
  */
-import type { DdpStreamApi, MemoryRegion } from '@rddp/ddp';
+import type { DdpSendSink, DdpStreamApi, MemoryRegion } from '@rddp/ddp';
 import type { Ulpdu } from '@rddp/llp';
 import { BehaviorSubject, ReplaySubject, Subject } from 'rxjs';
 import type { AtomicResponseHeader } from './atomic.js';
@@ -32,8 +32,8 @@ export interface RdmapStagTable {
   invalidate(stag: number): unknown;
 }
 
-/** One send-queue request and what became of it. */
-export interface SqEntry {
+/** One send-queue request and what became of it; DDP tells it how its Write or Send ended. */
+export interface SqEntry extends DdpSendSink {
   readonly wr: RdmapWorkRequest;
   readonly byteLength: number;
   submitted: boolean;

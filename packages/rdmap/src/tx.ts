@@ -52,18 +52,38 @@ export function idle(st: StreamState): boolean {
   return outstanding(st) === 0 && st.responses.length === 0 && st.responsesSending === 0;
 }
 
+/**
+ * A send-queue entry that is also its DDP message's sink: DDP tells it how the Write or Send ended, with
+ * no promise or closure per message (§5.5 rule 14: it is then complete).
+ */
+class SqRequest implements SqEntry {
+  submitted = false;
+  aborted = false;
+  qn: number | undefined = undefined;
+  msn: number | undefined = undefined;
+  immMsn: number | undefined = undefined;
+  result: SqEntry['result'] = undefined;
+  detachAbort: (() => void) | undefined = undefined;
+
+  constructor(
+    private readonly st: StreamState,
+    readonly wr: RdmapWorkRequest,
+    readonly byteLength: number,
+  ) {}
+
+  ddpSent(error: unknown): void {
+    if (error === undefined) sentInFull(this.st, this);
+    else failLater(this.st, error);
+  }
+}
+
+/** A send that failed: handled after the current call returns, as every send failure is. */
+function failLater(st: StreamState, err: unknown): void {
+  queueMicrotask(() => onSendFailure(st, err));
+}
+
 export function post(st: StreamState, wr: RdmapWorkRequest, byteLength: number): void {
-  const e: SqEntry = {
-    wr,
-    byteLength,
-    submitted: false,
-    aborted: false,
-    qn: undefined,
-    msn: undefined,
-    immMsn: undefined,
-    result: undefined,
-    detachAbort: undefined,
-  };
+  const e = new SqRequest(st, wr, byteLength);
   const signal = wr.signal;
   if (signal) {
     if (signal.aborted) e.aborted = true;
@@ -159,11 +179,15 @@ function submit(st: StreamState, e: SqEntry): void {
   switch (op.type) {
     case 'write': {
       const ctrl = encodeControl(st.rv, RdmapOpcode.RdmaWrite);
-      const written = guard(() => st.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl, undefined, handedFn(st)));
       if (op.immediate === undefined) {
-        written.then(() => sentInFull(st, e), fail);
+        try {
+          st.ddp.sendTaggedWith(op.sinkStag, op.sinkTo, op.payload, ctrl, e, undefined, handedFn(st));
+        } catch (err) {
+          failLater(st, err);
+        }
         return;
       }
+      const written = guard(() => st.ddp.sendTagged(op.sinkStag, op.sinkTo, op.payload, ctrl, undefined, handedFn(st)));
       // RFC 7306 Write with Immediate: the Immediate Data message follows the Write on QN 0 (DDP keeps order).
       const imm = sendImmediate(st, op.immediate);
       e.qn = RdmapQueue.Send;
@@ -212,13 +236,18 @@ function submit(st: StreamState, e: SqEntry): void {
             ? RdmapOpcode.SendWithSolicitedEvent
             : RdmapOpcode.Send;
       const rsvd = encodeUntaggedRsvdUlp(encodeControl(st.rv, opcode), op.invalidateStag ?? 0);
-      const sent = st.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd, undefined, handedFn(st));
       e.qn = RdmapQueue.Send;
-      e.msn = sent.msn;
       if (op.immediate === undefined) {
-        sent.then(() => sentInFull(st, e), fail);
+        try {
+          e.msn = st.ddp.sendUntaggedWith(RdmapQueue.Send, op.payload, rsvd, e, undefined, handedFn(st));
+        } catch (err) {
+          e.msn = -1;
+          failLater(st, err);
+        }
         return;
       }
+      const sent = st.ddp.sendUntagged(RdmapQueue.Send, op.payload, rsvd, undefined, handedFn(st));
+      e.msn = sent.msn;
       // RFC 7306 Send with Immediate: the Send, then the Immediate Data message, both on QN 0.
       const imm = sendImmediate(st, op.immediate);
       e.immMsn = imm.msn;
