@@ -146,6 +146,8 @@ export class StreamState {
   llpClosing = false;
 
   readonly completions = new Subject<RdmapCompletion>();
+  /** The direct consumer of completions (`RdmapStreamOptions.onCompletion`), before `completions`. */
+  onCompletion: ((c: RdmapCompletion) => void) | undefined;
   readonly terminates = new ReplaySubject<RdmapTerminateEvent>();
   readonly closed = new ReplaySubject<RdmapClosedEvent>(1);
 
@@ -174,11 +176,13 @@ export class StreamState {
   }
 
   emitReceive(c: ReceiveCompletion): void {
-    this.completions.next(c);
+    this.onCompletion?.(c);
+    if (this.completions.observed) this.completions.next(c);
   }
 
   emitSend(c: SendCompletion): void {
     c.request.onComplete?.(c);
-    this.completions.next(c);
+    this.onCompletion?.(c);
+    if (this.completions.observed) this.completions.next(c);
   }
 }

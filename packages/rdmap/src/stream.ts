@@ -96,6 +96,11 @@ export interface RdmapStreamOptions {
    * Default false: RDMAP used directly checks STags, TOs, lengths and extensions (typed errors).
    */
   readonly callerChecked?: boolean;
+  /**
+   * Every completion, called synchronously before `completions$` emits it: the one consumer that must see
+   * all of them (verbs' queue pair) takes them here, with no subscription in between.
+   */
+  readonly onCompletion?: (completion: RdmapCompletion) => void;
 }
 
 /**
@@ -179,6 +184,7 @@ export class RdmapStream {
     });
     this.st = st;
     this.llp = llp;
+    st.onCompletion = options.onCompletion;
 
     const ddpOptions: DdpStreamOptions = {
       profile: this.profile,

@@ -192,6 +192,7 @@ export class QueuePair extends QueuePairConveniences {
       receives: early.map((r) => ({ buffer: r.buffer, receiveId: r.token })),
       role,
       callerChecked: true, // work-requests.ts checked each work request where it entered (postSend)
+      onCompletion: (c) => this.onCompletion(c),
       ...(options.initiatorSendsFirst !== undefined ? { initiatorSendsFirst: options.initiatorSendsFirst } : {}),
       ...(options.extensions !== undefined ? { extensions: options.extensions } : {}),
       ...(isConnection
@@ -199,7 +200,6 @@ export class QueuePair extends QueuePairConveniences {
         : {}),
     });
     this.stream = rdmap;
-    rdmap.completions$.subscribe((c) => this.onCompletion(c));
     rdmap.terminate$.subscribe((t) => this.terminateSubject.next(t));
     rdmap.state$.subscribe((s) => this.stateSubject.next(s));
     rdmap.closed$.subscribe((ev) => this.end(ev));

@@ -7,6 +7,9 @@ import { TWO_64, MAX_U64 as U64_MAX } from '@rddp/ddp';
 import { InvalidWorkRequestError } from './errors.js';
 import type { RemoteBuffer } from './mr.js';
 
+/** TOs from which a message of under 2^32 octets could pass 2^64. */
+const LAST_WINDOW = TWO_64 - 0x1_0000_0000n;
+
 /** The largest STag (32 bits). */
 export const MAX_STAG = 0xffff_ffff;
 /** 2^64 − 1 (the largest Tagged Offset and RFC 7306 operand) and the STag formatter: one home, in @rddp/ddp. */
@@ -28,7 +31,8 @@ export function checkRemote(remote: RemoteBuffer | undefined, length?: number): 
   if (remote === undefined) throw new InvalidWorkRequestError('the work request has no remote buffer');
   checkStag(remote.stag, 'remote STag');
   checkU64(remote.to, 'remote TO');
-  if (length !== undefined && remote.to + BigInt(length) > TWO_64)
+  // A length is below 2^32: only a TO in the last 2^32 octets can wrap (one comparison, no bigint made).
+  if (length !== undefined && remote.to > LAST_WINDOW && remote.to + BigInt(length) > TWO_64)
     throw new InvalidWorkRequestError('the remote TO + length wraps 2^64 (RFC 5041 §7.1)');
   return remote;
 }

@@ -236,11 +236,13 @@ function gather(sgList: readonly Sge[], q: WrLimits): { slices: Uint8Array[]; st
   const slices: Uint8Array[] = [];
   const stags: number[] = [];
   let length = 0;
-  for (const sge of sgList) {
-    const r = checkSge(sge, 0, 'a gather element', q.pd);
-    slices.push(sge.mr.buffer.subarray(r.offset, r.offset + r.length));
-    if (!stags.includes(sge.mr.stag)) stags.push(sge.mr.stag);
-    length += r.length;
+  for (let i = 0; i < sgList.length; i++) {
+    const sge = sgList[i] as Sge;
+    const n = checkSgeLength(sge, 0, 'a gather element', q.pd);
+    const mr = sge.mr;
+    slices.push(mr.view(sge.offset ?? 0, n));
+    if (i === 0 || !stags.includes(mr.stag)) stags.push(mr.stag);
+    length += n;
   }
   if (length > q.maxMessageSize) throw new MessageTooLongError(length, q.maxMessageSize);
   return { slices, stags, length };
@@ -248,6 +250,12 @@ function gather(sgList: readonly Sge[], q: WrLimits): { slices: Uint8Array[]; st
 
 /** An element of a valid region of `pd` with `access`, inside the region (RFC 5040 §8.1.1 protection domains). */
 function checkSge(sge: Sge, access: number, what: string, pd: PdId): { offset: number; length: number } {
+  const length = checkSgeLength(sge, access, what, pd);
+  return { offset: sge.offset ?? 0, length };
+}
+
+/** `checkSge` returning the element's length only (its offset is `sge.offset ?? 0`): every post's path. */
+function checkSgeLength(sge: Sge, access: number, what: string, pd: PdId): number {
   const mr: Mr | undefined = sge?.mr;
   if (mr === undefined || typeof mr.stag !== 'number')
     throw new InvalidWorkRequestError(`${what} has no memory region`);
@@ -260,5 +268,5 @@ function checkSge(sge: Sge, access: number, what: string, pd: PdId): { offset: n
   const length = sge.length ?? mr.length - offset;
   if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > mr.length)
     throw new SgeRangeError(what, offset, length, { stag: mr.stag, regionLength: mr.length });
-  return { offset, length };
+  return length;
 }
