@@ -13,3 +13,9 @@ export declare function calculateMarked(
   room: number,
   ptr: number,
 ): number;
+/**
+ * For each of `count` frames, `spans[2i]`..`spans[2i + 1]` bound its octets [start, end) in `bytes`; their
+ * CRC32c is written to `bytes[end, end + 4)`, least significant octet first (the MPA CRC field, RFC 5044
+ * §4.4). Every span is checked (end + 4 within `bytes`) before anything is written.
+ */
+export declare function crcFrames(bytes: Uint8Array, spans: Int32Array, count: number): void;

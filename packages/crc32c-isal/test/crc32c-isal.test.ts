@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
   calculateMarked(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
+  crcFrames(b: Uint8Array, spans: Int32Array, count: number): void;
 };
 const isal: Isal | undefined = (() => {
   try {
@@ -112,5 +113,48 @@ describe.skipIf(!isal && !required)('@rddp/crc32c-isal', () => {
     expect(() => m.calculate(b, -1, 4, 0)).toThrow(RangeError);
     expect(() => m.calculate(new Uint16Array(4) as unknown as Uint8Array, 0, 1, 0)).toThrow(TypeError);
     expect(() => m.calculate('x' as unknown as Uint8Array, 0, 1, 0)).toThrow(TypeError);
+  });
+
+  it("RFC 5044 §4.4: crcFrames writes each span's CRC32c after it, least significant octet first", () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 200 }), { minLength: 1, maxLength: 20 }), (frames) => {
+        const total = frames.reduce((n, f) => n + f.length + 4, 0);
+        const bytes = new Uint8Array(total + 7).fill(0xee);
+        const spans = new Int32Array(2 * frames.length + 2).fill(-1); // more room than `count` uses
+        let at = 3;
+        frames.forEach((f, i) => {
+          bytes.set(f, at);
+          spans[2 * i] = at;
+          spans[2 * i + 1] = at + f.length;
+          at += f.length + 4;
+        });
+        m.crcFrames(bytes, spans, frames.length);
+        at = 3;
+        for (const f of frames) {
+          const c = reference(f);
+          expect([...bytes.subarray(at + f.length, at + f.length + 4)]).toEqual([
+            c & 0xff,
+            (c >>> 8) & 0xff,
+            (c >>> 16) & 0xff,
+            c >>> 24,
+          ]);
+          at += f.length + 4;
+        }
+        expect(bytes[at]).toBe(0xee); // nothing written past the last CRC field
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('crcFrames checks every span before it writes: one outside the array changes nothing', () => {
+    const b = new Uint8Array(16).fill(1);
+    expect(() => m.crcFrames(b, new Int32Array([0, 4, 2, 13]), 2)).toThrow(RangeError); // 13 + 4 > 16
+    expect([...b]).toEqual(new Array(16).fill(1));
+    expect(() => m.crcFrames(b, new Int32Array([5, 4]), 1)).toThrow(RangeError);
+    expect(() => m.crcFrames(b, new Int32Array([0, 4]), 2)).toThrow(RangeError); // count beyond the spans
+    expect(() => m.crcFrames(b, new Uint32Array([0, 4]) as unknown as Int32Array, 1)).toThrow(TypeError);
+    expect(() => m.crcFrames(new Uint16Array(8) as unknown as Uint8Array, new Int32Array([0, 4]), 1)).toThrow(
+      TypeError,
+    );
   });
 });

@@ -12,6 +12,7 @@ import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
   calculateMarked?(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
+  crcFrames?(b: Uint8Array, spans: Int32Array, count: number): void;
 };
 type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
 
@@ -116,6 +117,23 @@ export function crc32cMarked(
     ptr += n;
   }
   return c;
+}
+
+/**
+ * For each of `count` frames, `spans[2i]`..`spans[2i + 1]` bound its octets [start, end) in `bytes`: their
+ * CRC32c goes into the CRC field at `bytes[end, end + 4)` (`writeCrc`'s order). ISA-L's binding does all
+ * of them in one native call (a call costs more than the CRC of a small FPDU); else one by one.
+ */
+export function crcFrames(bytes: Uint8Array, spans: Int32Array, count: number): void {
+  if (isal?.crcFrames) {
+    isal.crcFrames(bytes, spans, count);
+    return;
+  }
+  for (let i = 0; i < count; i++) {
+    const start = spans[2 * i] as number;
+    const end = spans[2 * i + 1] as number;
+    writeCrc(bytes, end, crc32cRange(bytes, start, end, 0));
+  }
 }
 
 /** CRC32c of all of `bytes`, continuing from `crc` (a previous result, or 0). */

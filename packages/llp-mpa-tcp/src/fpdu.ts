@@ -8,7 +8,7 @@
  * Receive: `FpduReader` parses socket chunks incrementally, keeps references to the chunk slices that
  * make up the ULPDU (no copy) and hands them up only once the CRC has been checked.
  */
-import { crc32cMarked, crc32cRange, crc32cU16, crc32cZeros, readCrc, writeCrc } from './crc.js';
+import { crc32cMarked, crc32cRange, crc32cU16, crc32cZeros, crcFrames, readCrc, writeCrc } from './crc.js';
 import { MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
 import { MARKER_INTERVAL, MARKER_LENGTH, MULPDU_MAX, padLength, readFpduPtr, writeMarker } from './markers.js';
 
@@ -20,6 +20,8 @@ const AFTER_MARKER = MARKER_INTERVAL - MARKER_LENGTH;
 /** Where framed chunks go: an array, or a reusable list that never gives back its storage. */
 export interface ChunkSink {
   push(chunk: Uint8Array): unknown;
+  /** `bytes[start, start + length)` as a chunk, without a view made for it (the sink may merge ranges). */
+  pushRange?(bytes: Uint8Array, start: number, length: number): unknown;
 }
 
 /** Octets of the FPDU that carries a ULPDU of `length`, without Markers. */
@@ -37,7 +39,16 @@ export interface FpduWriterOptions {
    * inline). Larger ULPDUs are never copied. Default `INLINE_DEFAULT`; 0 turns it off.
    */
   readonly inline?: number;
+  /**
+   * Leave the CRC fields of inline FPDUs to `seal()`, which fills every one framed since the last seal in
+   * one native call: the sender seals once per batch, before the batch goes to the socket. Default false:
+   * every FPDU is complete when `frame` returns.
+   */
+  readonly deferCrc?: boolean;
 }
+
+/** Inline FPDUs whose CRC `seal()` fills at most at once (then `frame` seals early). */
+const SPANS_MAX = 256;
 
 /** Default inline threshold (octets of ULPDU): a DDP header plus a small message. */
 export const INLINE_DEFAULT = 128;
@@ -49,8 +60,12 @@ export class FpduWriter {
   private readonly crcOn: boolean;
   private readonly markers: boolean;
   private readonly inline: number;
+  private readonly deferCrc: boolean;
   private slab: Buffer = Buffer.allocUnsafe(SLAB_SIZE);
   private slabOff = 0;
+  /** [start, end) in `slab` of each inline FPDU framed since the last `seal()` (its CRC field at end). */
+  private readonly spans = new Int32Array(2 * SPANS_MAX);
+  private spanCount = 0;
   /** Octets left before the next Marker position (0: a Marker is due now). Starts at 0: §4.3 first Marker. */
   private room = 0;
 
@@ -58,17 +73,32 @@ export class FpduWriter {
     this.crcOn = options.crc;
     this.markers = options.markers;
     this.inline = Math.min(options.inline ?? INLINE_DEFAULT, INLINE_MAX);
+    this.deferCrc = options.deferCrc ?? false;
   }
 
-  /** A piece of the slab for header, trailer or Marker octets. Slabs are never reused, so pieces stay valid. */
-  private take(n: number): Buffer {
+  /** Fills the CRC fields left by `deferCrc`: every FPDU framed so far is then complete (RFC 5044 §4.4). */
+  seal(): void {
+    if (this.spanCount === 0) return;
+    crcFrames(this.slab, this.spans, this.spanCount);
+    this.spanCount = 0;
+  }
+
+  /** Offset of `n` free octets in the slab. Slabs are never reused, so what was framed stays valid. */
+  private reserve(n: number): number {
     if (this.slabOff + n > SLAB_SIZE) {
+      this.seal(); // the spans name the slab being left
       this.slab = Buffer.allocUnsafe(SLAB_SIZE);
       this.slabOff = 0;
     }
-    const b = this.slab.subarray(this.slabOff, this.slabOff + n);
+    const o = this.slabOff;
     this.slabOff += n;
-    return b;
+    return o;
+  }
+
+  /** A piece of the slab for header, trailer or Marker octets. */
+  private take(n: number): Buffer {
+    const o = this.reserve(n);
+    return this.slab.subarray(o, o + n);
   }
 
   /**
@@ -109,13 +139,17 @@ export class FpduWriter {
     return 2 + length + pad + 4;
   }
 
-  /** A small ULPDU as one piece: ULPDU_Length | ULPDU | pad | CRC (RFC 5044 §4.1), one CRC pass. */
+  /**
+   * A small ULPDU as one piece: ULPDU_Length | ULPDU | pad | CRC (RFC 5044 §4.1), one CRC pass (now, or in
+   * `seal()` with `deferCrc`). Goes to the sink as a range of the slab where it takes one.
+   */
   private frameInline(parts: readonly Uint8Array[], length: number, pad: number, out: ChunkSink): number {
     const total = 2 + length + pad + 4;
-    const f = this.take(total);
-    f[0] = length >>> 8;
-    f[1] = length & 0xff;
-    let o = 2;
+    const start = this.reserve(total);
+    const f = this.slab;
+    f[start] = length >>> 8;
+    f[start + 1] = length & 0xff;
+    let o = start + 2;
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as Uint8Array;
       f.set(p, o);
@@ -123,8 +157,15 @@ export class FpduWriter {
     }
     for (let i = 0; i < pad; i++) f[o + i] = 0;
     o += pad;
-    writeCrc(f, o, this.crcOn ? crc32cRange(f, 0, o, 0) : 0);
-    out.push(f);
+    if (!this.crcOn) writeCrc(f, o, 0);
+    else if (this.deferCrc) {
+      const k = this.spanCount++;
+      this.spans[2 * k] = start;
+      this.spans[2 * k + 1] = o;
+      if (k + 1 === SPANS_MAX) this.seal();
+    } else writeCrc(f, o, crc32cRange(f, start, o, 0));
+    if (out.pushRange !== undefined) out.pushRange(f, start, total);
+    else out.push(f.subarray(start, start + total));
     return total;
   }
 

@@ -137,6 +137,7 @@ export class MpaTcpStream extends BaseLlpStream {
     this.writer = new FpduWriter({
       crc: n.crc,
       markers: n.markersTx,
+      deferCrc: true, // sealed once per batch (flushBatch)
       ...(init.inlineThreshold !== undefined ? { inline: init.inlineThreshold } : {}),
     });
     this.reader = new FpduReader(
@@ -293,6 +294,7 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly flushBatch = (): void => {
     this.flushScheduled = false;
     if (this.batch.empty) return;
+    this.writer.seal();
     this.batch.flush(this.socket, this.onWritten);
     // A sender told to wait for the batch itself hears now when the socket took it all ('drain' will not fire).
     if (!this.socket.writableNeedDrain && this.socket.writableLength < this.hwm) this.drained();

@@ -36,6 +36,22 @@ export class TxBatch implements ChunkSink {
     this.end = this.start + len;
   }
 
+  /** `bytes[start, start + length)`, merged with the open run when it follows it in memory (no view made). */
+  pushRange(bytes: Uint8Array, start: number, length: number): void {
+    if (length === 0) return;
+    this.octets += length;
+    const off = bytes.byteOffset + start;
+    if (bytes.buffer === this.buf && off === this.end) {
+      this.end += length;
+      return;
+    }
+    this.close();
+    this.buf = bytes.buffer;
+    this.first = undefined;
+    this.start = off;
+    this.end = off + length;
+  }
+
   /** The FPDU whose chunks were pushed last has a `done`: it settles once the run holding its end is written. */
   endFpdu(): void {
     this.fpdus++;
@@ -46,10 +62,12 @@ export class TxBatch implements ChunkSink {
   }
 
   private close(): void {
+    const buf = this.buf;
+    if (buf === undefined) return;
     const f = this.first;
-    if (f === undefined) return;
-    const whole = this.start === f.byteOffset && this.end === f.byteOffset + f.byteLength;
-    this.runs[this.n] = whole ? f : new Uint8Array(this.buf as ArrayBuffer, this.start, this.end - this.start);
+    const whole = f !== undefined && this.start === f.byteOffset && this.end === f.byteOffset + f.byteLength;
+    // A Buffer, as the socket takes it (a plain Uint8Array it would wrap once more).
+    this.runs[this.n] = whole ? f : Buffer.from(buf as ArrayBuffer, this.start, this.end - this.start);
     this.ends[this.n++] = this.fpdus;
     this.fpdus = 0;
     this.first = undefined;

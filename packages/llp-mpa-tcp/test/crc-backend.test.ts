@@ -1,7 +1,7 @@
 import { crc32c as nodeRs } from '@node-rs/crc32';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32cMarked } from '../src/crc.js';
+import { crc32cMarked, crcFrames, readCrc } from '../src/crc.js';
 import { crc32cBackend, crc32cRange } from '../src/index.js';
 
 describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
@@ -29,6 +29,29 @@ describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it("RFC 5044 §4.4: crcFrames fills each frame's CRC field with the CRC32c of its span (every backend)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 300 }), { minLength: 1, maxLength: 12 }), (frames) => {
+        const bytes = new Uint8Array(frames.reduce((n, f) => n + f.length + 4, 0));
+        const spans = new Int32Array(2 * frames.length);
+        let at = 0;
+        frames.forEach((f, i) => {
+          bytes.set(f, at);
+          spans[2 * i] = at;
+          spans[2 * i + 1] = at + f.length;
+          at += f.length + 4;
+        });
+        crcFrames(bytes, spans, frames.length);
+        at = 0;
+        for (const f of frames) {
+          expect(readCrc(bytes, at + f.length)).toBe(nodeRs(Buffer.from(f), 0));
+          at += f.length + 4;
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 

@@ -147,6 +147,42 @@ describe('FPDU transmit (RFC 5044 §4.1, §4.4)', () => {
   });
 });
 
+describe('FPDU transmit with deferCrc (one CRC call per batch)', () => {
+  it('RFC 5044 §4.4: inline FPDUs get their CRC at seal(), octet for octet what an undeferred writer frames, across slabs', () => {
+    for (const crc of [true, false]) {
+      const deferred = new FpduWriter({ crc, markers: false, deferCrc: true });
+      const plain = new FpduWriter({ crc, markers: false });
+      const a: Uint8Array[] = [];
+      const b: Uint8Array[] = [];
+      // 700 small FPDUs (more than one 16 KiB slab and more than one span list), and large ones between.
+      for (let i = 0; i < 700; i++) {
+        const parts = i % 97 === 0 ? [pattern(18, i), pattern(2000, i)] : [pattern(18, i), pattern(i % 90, i + 1)];
+        const len = parts.reduce((n, p) => n + p.byteLength, 0);
+        deferred.frame(parts, len, a);
+        plain.frame(parts, len, b);
+      }
+      deferred.seal();
+      expect(toHex(Buffer.concat(a))).toBe(toHex(Buffer.concat(b)));
+    }
+  });
+
+  it('before seal() the CRC field of an inline FPDU is not yet written; after it, the reader accepts the FPDU', () => {
+    const w = new FpduWriter({ crc: true, markers: false, deferCrc: true });
+    const out: Uint8Array[] = [];
+    w.frame([pattern(64, 3)], 64, out);
+    const f = out[0] as Uint8Array;
+    const crcField = () => toHex(f.subarray(f.byteLength - 4));
+    f.fill(0xaa, f.byteLength - 4); // what the slab held there
+    expect(crcField()).toBe('aaaaaaaa');
+    w.seal();
+    expect(crcField()).not.toBe('aaaaaaaa');
+    const [r, got] = reader({ crc: true, markers: false });
+    r.push(Buffer.from(f));
+    expect(got.errors).toEqual([]);
+    expect(toHex(got.ulpdus[0] as Uint8Array)).toBe(toHex(pattern(64, 3)));
+  });
+});
+
 describe('Markers (RFC 5044 §4.2–4.3)', () => {
   it('RFC 5044 §4.3: the first FPDU opens with a Marker of FPDUPTR 0, then one every 512 octets pointing back to the header', () => {
     const w = new FpduWriter({ crc: false, markers: true });
