@@ -4,7 +4,7 @@
  * L set only on the last. A segment goes down as [header, payload slices...] — payload octets are never
  * copied or concatenated here. Messages go out whole and in the order they were given.
  */
-import type { LlpError, LlpStream } from '@rddp/llp';
+import { Fifo, type LlpError, type LlpStream } from '@rddp/llp';
 import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpSendSink, type DdpVersion } from './api.js';
 import { DdpAbortError, DdpLlpUnsuitableError, DdpSendQueueFullError, DdpStreamClosedError } from './errors.js';
 import { encodeUntaggedHeader, MAX_SAFE_TO, TWO_32, writeTagged } from './header.js';
@@ -71,7 +71,7 @@ function takeOne(job: Job, n: number): Uint8Array | undefined {
 const HEADER_SLAB = 8192;
 
 export class Transmitter {
-  private readonly jobs: Job[] = [];
+  private readonly jobs = new Fifo<Job>();
   private pumping = false;
   private closedError: Error | undefined;
   private slab = new ArrayBuffer(HEADER_SLAB);
@@ -152,7 +152,7 @@ export class Transmitter {
   /** Rejects every queued message (the LLP stream ended). */
   fail(error: Error): void {
     this.closedError ??= error;
-    for (const j of this.jobs.splice(0)) j.sink.ddpSent(error, j.msn);
+    for (const j of this.jobs.drain()) j.sink.ddpSent(error, j.msn);
   }
 
   /**
@@ -164,7 +164,7 @@ export class Transmitter {
     this.pumping = true;
     try {
       while (this.jobs.length > 0) {
-        const job = this.jobs[0] as Job;
+        const job = this.jobs.peek() as Job;
         if (!job.started && job.signal?.aborted) {
           this.jobs.shift();
           job.sink.ddpSent(new DdpAbortError('send aborted before it started', { cause: job.signal.reason }), job.msn);
@@ -173,7 +173,7 @@ export class Transmitter {
         const more = this.sendSegments(job);
         if (more === 'error') break;
         if (more === 'done') {
-          if (this.jobs[0] === job) this.jobs.shift();
+          if (this.jobs.peek() === job) this.jobs.shift();
           if (!this.llp.needsDrain) continue;
         }
         this.llp.waitForDrain().then(this.resume, this.drainFailed);

@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import {
   BaseLlpStream,
   ConnectionAbortedError,
+  Fifo,
   type LlpError,
   type LlpLogger,
   type LlpReceiveError,
@@ -90,7 +91,7 @@ export class MpaTcpStream extends BaseLlpStream {
   /** FPDUs framed in this turn of the event loop, written together at its end (one writev). */
   private readonly batch = new TxBatch();
   /** `done` callbacks of FPDUs framed, in order: the socket calls write callbacks in order. */
-  private readonly written: SendCallback[] = [];
+  private readonly written = new Fifo<SendCallback>();
   private flushScheduled = false;
   /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
   private txOpen: boolean;

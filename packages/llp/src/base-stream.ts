@@ -11,6 +11,8 @@ import { assertFitsMulpdu, OnceSubject, withAbort } from './util.js';
  */
 export abstract class BaseLlpStream implements LlpStream {
   private readonly mulpduSubject: BehaviorSubject<number>;
+  /** The MULPDU as a plain field: read on every send. */
+  private _mulpdu: number;
   private readonly closedSubject = new OnceSubject<LlpCloseEvent>();
   private receiver: UlpduHandler | null = null;
   private held: Ulpdu[] = [];
@@ -25,6 +27,7 @@ export abstract class BaseLlpStream implements LlpStream {
     mulpdu: number,
   ) {
     this.mulpduSubject = new BehaviorSubject(mulpdu);
+    this._mulpdu = mulpdu;
   }
 
   /** Write one ULPDU's parts to the wire, in order, without concatenating them. Return false above the high-water mark. */
@@ -37,7 +40,7 @@ export abstract class BaseLlpStream implements LlpStream {
   protected abstract startAbort(reason?: LlpError): void;
 
   get mulpdu(): number {
-    return this.mulpduSubject.value;
+    return this._mulpdu;
   }
   get mulpdu$(): Observable<number> {
     return this.mulpduSubject.asObservable();
@@ -59,12 +62,14 @@ export abstract class BaseLlpStream implements LlpStream {
 
   /** For subclasses: a new MULPDU (e.g. after an MSS change). */
   protected setMulpdu(mulpdu: number): void {
-    if (mulpdu !== this.mulpduSubject.value) this.mulpduSubject.next(mulpdu);
+    if (mulpdu === this._mulpdu) return;
+    this._mulpdu = mulpdu;
+    this.mulpduSubject.next(mulpdu);
   }
 
   send(ulpdu: readonly Uint8Array[], done?: SendCallback): boolean {
     if (this._state !== 'open') throw new StreamClosedError(`LLP stream ${this.id} is ${this._state}`);
-    const length = assertFitsMulpdu(ulpdu, this.mulpdu);
+    const length = assertFitsMulpdu(ulpdu, this._mulpdu);
     const ok = this.transmit(ulpdu, length, done);
     if (!ok) this._needsDrain = true;
     return ok;

@@ -5,7 +5,7 @@
  * subjects its events leave by. The transmit, receive and terminate modules are plain functions over it.
  */
 import type { DdpSendSink, DdpStreamApi, MemoryRegion } from '@rddp/ddp';
-import type { Ulpdu } from '@rddp/llp';
+import { Fifo, type Ulpdu } from '@rddp/llp';
 import { BehaviorSubject, ReplaySubject, Subject } from 'rxjs';
 import type { AtomicResponseHeader } from './atomic.js';
 import { OutstandingAtomics } from './atomic.js';
@@ -117,9 +117,9 @@ export class StreamState {
 
   // ----- send queue (tx.ts) -----
   /** Posted, not handed to DDP yet (in order). */
-  readonly pending: SqEntry[] = [];
+  readonly pending = new Fifo<SqEntry>();
   /** Handed to DDP (or skipped), not reported yet (in order). */
-  readonly inflight: SqEntry[] = [];
+  readonly inflight = new Fifo<SqEntry>();
   /** Accepted inbound Read Requests whose Response is not given to DDP yet (in Delivery order). */
   readonly responses: PendingResponse[] = [];
   /** Read Responses given to DDP and not yet sent in full. */

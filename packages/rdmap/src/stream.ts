@@ -295,7 +295,9 @@ export class RdmapStream {
   postSend(wr: RdmapWorkRequest): void {
     if (!this.st.sm.accepting) throw new RdmapStateError(this.st.sm.state, 'post send-queue work');
     if (!this.callerChecked) checkWorkRequest(wr, this.extensions);
-    checkOrd(wr, { ord: this.ord, ordPolicy: this.ordPolicy, outstanding: () => requestsOutstanding(this.st) });
+    const t = wr.op.type;
+    if (t === 'read' || t === 'atomic')
+      checkOrd(wr, { ord: this.ord, ordPolicy: this.ordPolicy, outstanding: () => requestsOutstanding(this.st) });
     post(this.st, wr, messageLength(wr));
   }
 

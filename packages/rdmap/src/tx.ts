@@ -119,7 +119,7 @@ export function pump(st: StreamState): void {
         sendResponse(st, p);
         continue;
       }
-      const e = st.pending[0];
+      const e = st.pending.peek();
       if (e === undefined) break;
       if (e.aborted) {
         st.pending.shift();
@@ -321,8 +321,7 @@ export function complete(st: StreamState): void {
   if (st.completing) return;
   st.completing = true;
   try {
-    while (st.inflight.length > 0) {
-      const head = st.inflight[0] as SqEntry;
+    for (let head = st.inflight.peek(); head !== undefined; head = st.inflight.peek()) {
       if (head.result === undefined) break;
       st.inflight.shift();
       const r = head.result;
@@ -365,7 +364,7 @@ export function flushAll(
         ? { status: culprit.status, error: culprit.error }
         : { status: 'flushed', error: submittedError };
   }
-  for (const e of st.pending.splice(0)) {
+  for (const e of st.pending.drain()) {
     e.detachAbort?.();
     e.result = e.aborted
       ? { status: 'aborted', error: new RdmapAbortError('withdrawn by its AbortSignal before it was sent') }
