@@ -22,34 +22,27 @@ export class TxBatch implements ChunkSink {
   octets = 0;
 
   push(chunk: Uint8Array): void {
-    const len = chunk.byteLength;
+    this.add(chunk.buffer, chunk.byteOffset, chunk.byteLength, chunk);
+  }
+
+  /** `bytes[start, start + length)`, without a view made for it. */
+  pushRange(bytes: Uint8Array, start: number, length: number): void {
+    this.add(bytes.buffer, bytes.byteOffset + start, length, undefined);
+  }
+
+  /** Merges the piece at `off` of `buf` into the open run when it follows it in memory, else opens a run. */
+  private add(buf: ArrayBufferLike, off: number, len: number, chunk: Uint8Array | undefined): void {
     if (len === 0) return;
     this.octets += len;
-    if (chunk.buffer === this.buf && chunk.byteOffset === this.end) {
+    if (buf === this.buf && off === this.end) {
       this.end += len;
       return;
     }
     this.close();
-    this.buf = chunk.buffer;
+    this.buf = buf;
     this.first = chunk;
-    this.start = chunk.byteOffset;
-    this.end = this.start + len;
-  }
-
-  /** `bytes[start, start + length)`, merged with the open run when it follows it in memory (no view made). */
-  pushRange(bytes: Uint8Array, start: number, length: number): void {
-    if (length === 0) return;
-    this.octets += length;
-    const off = bytes.byteOffset + start;
-    if (bytes.buffer === this.buf && off === this.end) {
-      this.end += length;
-      return;
-    }
-    this.close();
-    this.buf = bytes.buffer;
-    this.first = undefined;
     this.start = off;
-    this.end = off + length;
+    this.end = off + len;
   }
 
   /** The FPDU whose chunks were pushed last has a `done`: it settles once the run holding its end is written. */

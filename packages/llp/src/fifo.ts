@@ -47,6 +47,19 @@ export class Fifo<T> implements Iterable<T> {
     return out;
   }
 
+  /** Removes `item` from wherever it is (a linear search: for the rare item taken out of order). */
+  remove(item: T): boolean {
+    const items = this.items;
+    for (let i = this.head; i < this.tail; i++) {
+      if (items[i] !== item) continue;
+      items.copyWithin(i, i + 1, this.tail);
+      items[--this.tail] = undefined;
+      if (this.head === this.tail) this.head = this.tail = 0;
+      return true;
+    }
+    return false;
+  }
+
   find(match: (item: T) => boolean): T | undefined {
     for (let i = this.head; i < this.tail; i++) {
       const item = this.items[i] as T;

@@ -6,9 +6,15 @@ describe('Fifo', () => {
   it('behaves as an array used with push/shift, through any mix of operations (compaction included)', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.oneof(fc.constant('shift'), fc.constant('drain'), fc.integer({ min: 1, max: 3000 })), {
-          maxLength: 60,
-        }),
+        fc.array(
+          fc.oneof(
+            fc.constant('shift'),
+            fc.constant('drain'),
+            fc.constant('remove'),
+            fc.integer({ min: 1, max: 3000 }),
+          ),
+          { maxLength: 60 },
+        ),
         (ops) => {
           const f = new Fifo<number>();
           const model: number[] = [];
@@ -16,7 +22,15 @@ describe('Fifo', () => {
           for (const op of ops) {
             if (op === 'shift') expect(f.shift()).toBe(model.shift());
             else if (op === 'drain') expect(f.drain()).toEqual(model.splice(0));
-            else
+            else if (op === 'remove') {
+              // An item from the middle (or none when empty), then one that is not there.
+              const x = model[model.length >> 1];
+              if (x !== undefined) {
+                expect(f.remove(x)).toBe(true);
+                model.splice(model.length >> 1, 1);
+              }
+              expect(f.remove(-1)).toBe(false);
+            } else
               for (let i = 0; i < op; i++) {
                 f.push(next);
                 model.push(next++);

@@ -3,6 +3,7 @@
  * queue in submission order, since RDMAP completes send-queue work in that order (RFC 5040 §5.5 rule 15),
  * so each completion is normally the head's; receives by the opaque token RDMAP carries for each.
  */
+import { Fifo } from '@rddp/llp';
 import type { RdmapWorkRequest } from '@rddp/rdmap';
 import type { WcOpcode, WorkCompletion, WrId } from './types.js';
 
@@ -24,10 +25,9 @@ export interface Settle {
   reject(e: unknown): void;
 }
 
-/** Send work in submission order, from `head` on. */
+/** Send work in submission order. */
 export class PendingSends {
-  private readonly list: Pending[] = [];
-  private head = 0;
+  private readonly list = new Fifo<Pending>();
 
   push(p: Pending): void {
     this.list.push(p);
@@ -35,25 +35,10 @@ export class PendingSends {
 
   /** The pending send whose RDMAP request completed: the head, unless RDMAP reported out of order. */
   take(request: RdmapWorkRequest): Pending | undefined {
-    const list = this.list;
-    let i = this.head;
-    if (list[i]?.request !== request) {
-      i = list.findIndex((p, k) => k >= this.head && p.request === request);
-      if (i < 0) return undefined; // work posted on the RDMAP Stream directly, not through this queue pair
-      const p = list[i] as Pending;
-      list.splice(i, 1);
-      return p;
-    }
-    const p = list[i] as Pending;
-    list[i] = undefined as unknown as Pending;
-    this.head = ++i;
-    if (i === list.length) {
-      list.length = 0;
-      this.head = 0;
-    } else if (i >= 1024 && i * 2 >= list.length) {
-      list.splice(0, i);
-      this.head = 0;
-    }
+    if (this.list.peek()?.request === request) return this.list.shift();
+    const p = this.list.find((q) => q.request === request);
+    if (p === undefined) return undefined; // work posted on the RDMAP Stream directly, not through this queue pair
+    this.list.remove(p);
     return p;
   }
 }
