@@ -14,6 +14,22 @@ export declare function calculateMarked(
   ptr: number,
 ): number;
 /**
+ * Copies `src[start, end)` to `dst` at `dstOff` with a Marker (0x0000, FPDUPTR) wherever `calculateMarked`
+ * counts one (whenever `room` octets have passed, the first with FPDUPTR `ptr`), and returns the CRC32c
+ * continuing from `crc` over everything it wrote. Throws a RangeError, writing nothing, when `dst` cannot
+ * hold the copy and its Markers.
+ */
+export declare function copyMarked(
+  dst: Uint8Array,
+  dstOff: number,
+  src: Uint8Array,
+  start: number,
+  end: number,
+  crc: number,
+  room: number,
+  ptr: number,
+): number;
+/**
  * For each of `count` frames, `spans[2i]`..`spans[2i + 1]` bound its octets [start, end) in `bytes`; their
  * CRC32c is written to `bytes[end, end + 4)`, least significant octet first (the MPA CRC field, RFC 5044
  * §4.4). Every span is checked (end + 4 within `bytes`) before anything is written.

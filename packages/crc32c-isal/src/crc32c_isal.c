@@ -12,6 +12,11 @@
  * FPDUPTR grows by 4 + the 508 octets to the next one. One call per ULPDU part instead of one per
  * 508-octet piece and Marker (the CRC covers the Markers, §4.4).
  *
+ * copyMarked(dst, dstOff, src, start, end, crc, room, ptr) -> copies src[start, end) to dst at dstOff with
+ * the Markers calculateMarked accounts for put in their places (16 zero bits, then FPDUPTR), and returns
+ * the CRC32c continuing from `crc` over what it wrote: MPA framing by copy (one socket chunk per FPDU),
+ * the CRC taken in one pass once the copy is in cache. dst must hold all of it (checked first).
+ *
  * crcFrames(bytes, spans, count) -> undefined: for each of `count` frames, spans[2i] and spans[2i+1] (an
  * Int32Array) bound its octets [start, end); their CRC32c goes into bytes[end, end + 4), least significant
  * octet first (the MPA CRC field as siw and Wireshark have it, RFC 5044 §4.4). One call for every small
@@ -20,6 +25,7 @@
 #include <isa-l/crc.h>
 #include <node_api.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CHECK(call)                                                                                     \
   do {                                                                                                  \
@@ -108,6 +114,69 @@ static napi_value calculate_marked(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static napi_value copy_marked(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 8)
+    return throw_type(env, "copyMarked(dst, dstOff, src, start, end, crc, room, ptr) takes eight arguments");
+  bool is_ta = false;
+  napi_typedarray_type type;
+  size_t dst_length = 0;
+  void *dst_data = NULL;
+  CHECK(napi_is_typedarray(env, argv[0], &is_ta));
+  if (!is_ta) return throw_type(env, "dst must be a Uint8Array");
+  CHECK(napi_get_typedarray_info(env, argv[0], &type, &dst_length, &dst_data, NULL, NULL));
+  if (type != napi_uint8_array) return throw_type(env, "dst must be a Uint8Array");
+  int64_t dst_off = 0;
+  CHECK(napi_get_value_int64(env, argv[1], &dst_off));
+  unsigned char *src = NULL;
+  int64_t start = 0, end = 0;
+  if (!byte_range(env, argv + 2, &src, &start, &end)) return NULL;
+  uint32_t crc = 0, room = 0, ptr = 0;
+  CHECK(napi_get_value_uint32(env, argv[5], &crc));
+  CHECK(napi_get_value_uint32(env, argv[6], &room));
+  CHECK(napi_get_value_uint32(env, argv[7], &ptr));
+  if (room > MARKER_INTERVAL - MARKER_LENGTH) {
+    napi_throw_range_error(env, NULL, "room must be 0..508 octets");
+    return NULL;
+  }
+  int64_t left = end - start;
+  int64_t markers = left > (int64_t)room ? (left - room + (MARKER_INTERVAL - MARKER_LENGTH) - 1) /
+                                                (MARKER_INTERVAL - MARKER_LENGTH)
+                                          : 0;
+  if (dst_off < 0 || (uint64_t)dst_off + (uint64_t)left + (uint64_t)markers * MARKER_LENGTH > dst_length) {
+    napi_throw_range_error(env, NULL, "dst cannot hold the copy and its Markers");
+    return NULL;
+  }
+  const unsigned char *p = src + start;
+  unsigned char *const d0 = (unsigned char *)dst_data + dst_off;
+  unsigned char *d = d0;
+  while (left > 0) {
+    if (room == 0) {
+      d[0] = 0;
+      d[1] = 0;
+      d[2] = (unsigned char)(ptr >> 8);
+      d[3] = (unsigned char)ptr;
+      d += MARKER_LENGTH;
+      ptr += MARKER_LENGTH;
+      room = MARKER_INTERVAL - MARKER_LENGTH;
+    }
+    uint32_t n = left < (int64_t)room ? (uint32_t)left : room;
+    memmove(d, p, n);
+    d += n;
+    p += n;
+    left -= n;
+    room -= n;
+    ptr += n;
+  }
+  /* One CRC pass over all of it (still in cache): one call, not one per 508-octet piece. */
+  uint32_t out = crc32_iscsi(d0, (int)(d - d0), ~crc) ^ 0xffffffffu;
+  napi_value result;
+  CHECK(napi_create_uint32(env, out, &result));
+  return result;
+}
+
 static napi_value crc_frames(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
@@ -159,6 +228,8 @@ NAPI_MODULE_INIT() {
   if (napi_create_function(env, "calculateMarked", NAPI_AUTO_LENGTH, calculate_marked, NULL, &fn) != napi_ok)
     return NULL;
   if (napi_set_named_property(env, exports, "calculateMarked", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "copyMarked", NAPI_AUTO_LENGTH, copy_marked, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "copyMarked", fn) != napi_ok) return NULL;
   if (napi_create_function(env, "crcFrames", NAPI_AUTO_LENGTH, crc_frames, NULL, &fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "crcFrames", fn) != napi_ok) return NULL;
   return exports;

@@ -11,6 +11,16 @@ type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
   calculateMarked(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
   crcFrames(b: Uint8Array, spans: Int32Array, count: number): void;
+  copyMarked(
+    dst: Uint8Array,
+    dstOff: number,
+    src: Uint8Array,
+    start: number,
+    end: number,
+    crc: number,
+    room: number,
+    ptr: number,
+  ): number;
 };
 const isal: Isal | undefined = (() => {
   try {
@@ -156,5 +166,49 @@ describe.skipIf(!isal && !required)('@rddp/crc32c-isal', () => {
     expect(() => m.crcFrames(new Uint16Array(8) as unknown as Uint8Array, new Int32Array([0, 4]), 1)).toThrow(
       TypeError,
     );
+  });
+  it('RFC 5044 §4.3, §4.4: copyMarked writes the octets with their Markers as the wire has them, and their CRC32c', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3000 }),
+        fc.integer({ min: 0, max: 508 }),
+        fc.integer({ min: 0, max: 0xfff0 }),
+        fc.nat({ max: 0xffff_ffff }),
+        (data, room, ptr, crc) => {
+          const wire: number[] = [];
+          let r = room;
+          let p = ptr;
+          for (const x of data) {
+            if (r === 0) {
+              wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+              p += 4;
+              r = 508;
+            }
+            wire.push(x);
+            r--;
+            p++;
+          }
+          const dst = new Uint8Array(wire.length + 6).fill(0xee);
+          expect(m.copyMarked(dst, 2, data, 0, data.length, crc, room, ptr)).toBe(
+            reference(Uint8Array.from(wire), crc),
+          );
+          expect([...dst.subarray(2, 2 + wire.length)]).toEqual(wire);
+          expect([...dst.subarray(0, 2), ...dst.subarray(2 + wire.length)]).toEqual([
+            0xee, 0xee, 0xee, 0xee, 0xee, 0xee,
+          ]);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('copyMarked checks before it writes: a destination too small, a bad room or a bad range changes nothing', () => {
+    const src = new Uint8Array(1000).fill(1);
+    const dst = new Uint8Array(1004).fill(0xee); // 1000 octets from room 0 take two Markers: 1008
+    expect(() => m.copyMarked(dst, 0, src, 0, 1000, 0, 0, 0)).toThrow(RangeError);
+    expect(() => m.copyMarked(dst, 0, src, 0, 1000, 0, 509, 0)).toThrow(RangeError);
+    expect(() => m.copyMarked(dst, 0, src, 10, 1001, 0, 8, 0)).toThrow(RangeError);
+    expect(() => m.copyMarked(dst, -1, src, 0, 10, 0, 8, 0)).toThrow(RangeError);
+    expect(dst.every((x) => x === 0xee)).toBe(true);
   });
 });

@@ -91,6 +91,7 @@ export class MpaTcpConnection implements LlpConnection {
       ...(o.highWaterMark !== undefined ? { highWaterMark: o.highWaterMark } : {}),
       closeTimeoutMs: o.closeTimeoutMs,
       inlineThreshold: o.inlineThreshold,
+      markerFraming: o.markerFraming,
       keepAliveMs: o.keepAliveMs,
       idleTimeoutMs: o.idleTimeoutMs,
       fpduTimeoutMs: o.fpduTimeoutMs,

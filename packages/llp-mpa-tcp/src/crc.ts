@@ -13,6 +13,16 @@ type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
   calculateMarked?(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
   crcFrames?(b: Uint8Array, spans: Int32Array, count: number): void;
+  copyMarked?(
+    dst: Uint8Array,
+    dstOff: number,
+    src: Uint8Array,
+    start: number,
+    end: number,
+    crc: number,
+    room: number,
+    ptr: number,
+  ): number;
 };
 type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
 
@@ -117,6 +127,64 @@ export function crc32cMarked(
     ptr += n;
   }
   return c;
+}
+
+/** Markers `crc32cMarked` counts in `n` octets that start `room` octets before the next Marker position. */
+export function markersIn(n: number, room: number): number {
+  return n > room ? Math.ceil((n - room) / (MARKER_EVERY - MARKER_OCTETS)) : 0;
+}
+
+/**
+ * Copies `src[start, end)` into `dst` at `dstOff` with the Markers `crc32cMarked` counts put in their
+ * places (RFC 5044 §4.3: 16 zero bits, FPDUPTR), and returns the CRC32c continuing from `crc` over all it
+ * wrote (§4.4). `dst` must hold `end - start + 4 * markersIn(end - start, room)` octets from `dstOff`.
+ * ISA-L's binding copies and CRCs each piece in one pass; else the part is placed with one copy and the
+ * gaps for the Markers opened from the last back (a call per piece, no view per piece).
+ */
+export function copyMarked(
+  dst: Uint8Array,
+  dstOff: number,
+  src: Uint8Array,
+  start: number,
+  end: number,
+  crc: number,
+  room: number,
+  ptr: number,
+): number {
+  if (isal?.copyMarked) return isal.copyMarked(dst, dstOff, src, start, end, crc, room, ptr);
+  return copyMarkedJs(dst, dstOff, src, start, end, crc, room, ptr);
+}
+
+/** `copyMarked` without ISA-L's binding (exported for its tests). */
+export function copyMarkedJs(
+  dst: Uint8Array,
+  dstOff: number,
+  src: Uint8Array,
+  start: number,
+  end: number,
+  crc: number,
+  room: number,
+  ptr: number,
+): number {
+  const n = end - start;
+  const k = markersIn(n, room);
+  const need = n + MARKER_OCTETS * k;
+  if (dstOff < 0 || dstOff + need > dst.byteLength) throw new RangeError('dst cannot hold the copy and its Markers');
+  dst.set(start === 0 && end === src.byteLength ? src : src.subarray(start, end), dstOff);
+  const after = MARKER_EVERY - MARKER_OCTETS;
+  for (let j = k; j >= 1; j--) {
+    // Piece j (the octets after Marker j) moves 4j octets on; Marker j goes in front of it.
+    const from = room + after * (j - 1);
+    const to = Math.min(n, from + after);
+    dst.copyWithin(dstOff + from + MARKER_OCTETS * j, dstOff + from, dstOff + to);
+    const at = dstOff + from + MARKER_OCTETS * (j - 1);
+    const fpduPtr = ptr + room + MARKER_EVERY * (j - 1);
+    dst[at] = 0;
+    dst[at + 1] = 0;
+    dst[at + 2] = (fpduPtr >>> 8) & 0xff;
+    dst[at + 3] = fpduPtr & 0xff;
+  }
+  return crc32cRange(dst, dstOff, dstOff + need, crc);
 }
 
 /**

@@ -8,9 +8,27 @@
  * Receive: `FpduReader` parses socket chunks incrementally, keeps references to the chunk slices that
  * make up the ULPDU (no copy) and hands them up only once the CRC has been checked.
  */
-import { crc32cMarked, crc32cRange, crc32cU16, crc32cZeros, crcFrames, readCrc, writeCrc } from './crc.js';
+import {
+  copyMarked,
+  crc32cMarked,
+  crc32cRange,
+  crc32cU16,
+  crc32cZeros,
+  crcFrames,
+  markersIn,
+  readCrc,
+  writeCrc,
+} from './crc.js';
 import { MpaCrcError, MpaErrorCode, MpaProtocolError } from './errors.js';
-import { MARKER_INTERVAL, MARKER_LENGTH, MULPDU_MAX, padLength, readFpduPtr, writeMarker } from './markers.js';
+import {
+  MARKER_INTERVAL,
+  MARKER_LENGTH,
+  MULPDU_MAX,
+  markerChunk,
+  padLength,
+  readFpduPtr,
+  writeMarker,
+} from './markers.js';
 
 const SLAB_SIZE = 16 * 1024;
 /** Largest first part framed together with ULPDU_Length (a ULP header, never bulk payload). */
@@ -45,10 +63,27 @@ export interface FpduWriterOptions {
    * every FPDU is complete when `frame` returns.
    */
   readonly deferCrc?: boolean;
+  /**
+   * How FPDUs with Markers reach the socket (`MarkerFraming`): `'gather'` (default) leaves the ULPDU's
+   * parts in place and hands the socket two chunks per 512 octets (payload piece, Marker); `'copy'`
+   * copies each ULPDU once into a buffer with its header, Markers, pad and CRC, one chunk per FPDU.
+   */
+  readonly markerFraming?: MarkerFraming;
 }
+
+/**
+ * `'gather'`: zero-copy, a Marker every 512 octets splits the payload into socket chunks (RFC 5044 §4.3).
+ * `'copy'`: one copy of the payload next to its Markers, one socket chunk per FPDU.
+ */
+export type MarkerFraming = 'gather' | 'copy';
 
 /** Inline FPDUs whose CRC `seal()` fills at most at once (then `frame` seals early). */
 const SPANS_MAX = 256;
+
+/** Buffers FPDUs with Markers are copied into (`markerFraming: 'copy'`). */
+const COPY_SLAB_SIZE = 256 * 1024;
+/** Written copy slabs kept for reuse (fresh memory costs a page fault per page); more are left to the GC. */
+const COPY_SPARE_MAX = 8;
 
 /** Default inline threshold (octets of ULPDU): a DDP header plus a small message. */
 export const INLINE_DEFAULT = 128;
@@ -61,6 +96,18 @@ export class FpduWriter {
   private readonly markers: boolean;
   private readonly inline: number;
   private readonly deferCrc: boolean;
+  private readonly markerCopy: boolean;
+  private copySlab: Buffer | undefined;
+  private copyOff = 0;
+  /** Full copy slabs and the last batch framed into each, until that batch is written. */
+  private readonly retired: { slab: Buffer; batch: number }[] = [];
+  private readonly spare: Buffer[] = [];
+  /**
+   * With `markerFraming: 'copy'`: the number of the batch FPDUs are framed into now. The sender moves it
+   * on as it hands each batch to the socket and calls `written(n)` once batch n is written; a copy slab
+   * is framed into again only after every batch holding octets of it was written.
+   */
+  batch = 1;
   private slab: Buffer = Buffer.allocUnsafe(SLAB_SIZE);
   private slabOff = 0;
   /** [start, end) in `slab` of each inline FPDU framed since the last `seal()` (its CRC field at end). */
@@ -74,6 +121,7 @@ export class FpduWriter {
     this.markers = options.markers;
     this.inline = Math.min(options.inline ?? INLINE_DEFAULT, INLINE_MAX);
     this.deferCrc = options.deferCrc ?? false;
+    this.markerCopy = options.markerFraming === 'copy';
   }
 
   /** Fills the CRC fields left by `deferCrc`: every FPDU framed so far is then complete (RFC 5044 §4.4). */
@@ -81,6 +129,15 @@ export class FpduWriter {
     if (this.spanCount === 0) return;
     crcFrames(this.slab, this.spans, this.spanCount);
     this.spanCount = 0;
+  }
+
+  /** Every batch up to `batch` has been written: the copy slabs only they used may be framed into again. */
+  written(batch: number): void {
+    const r = this.retired;
+    while (r.length > 0 && (r[0] as { batch: number }).batch <= batch) {
+      const { slab } = r.shift() as { slab: Buffer };
+      if (this.spare.length < COPY_SPARE_MAX) this.spare.push(slab);
+    }
   }
 
   /** Offset of `n` free octets in the slab. Slabs are never reused, so what was framed stays valid. */
@@ -95,6 +152,13 @@ export class FpduWriter {
     return o;
   }
 
+  /** A Marker framed in the slab, for an FPDUPTR the shared table does not hold. */
+  private framedMarker(ptr: number): Buffer {
+    const m = this.take(MARKER_LENGTH);
+    writeMarker(m, 0, ptr);
+    return m;
+  }
+
   /** A piece of the slab for header, trailer or Marker octets. */
   private take(n: number): Buffer {
     const o = this.reserve(n);
@@ -107,7 +171,8 @@ export class FpduWriter {
    */
   frame(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
     if (length > 0xffff) throw new RangeError(`ULPDU of ${length} octets does not fit ULPDU_Length`);
-    return this.markers ? this.frameWithMarkers(parts, length, out) : this.framePlain(parts, length, out);
+    if (!this.markers) return this.framePlain(parts, length, out);
+    return this.markerCopy ? this.frameMarkedCopy(parts, length, out) : this.frameWithMarkers(parts, length, out);
   }
 
   private framePlain(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
@@ -169,6 +234,66 @@ export class FpduWriter {
     return total;
   }
 
+  /**
+   * One FPDU with Markers copied whole into a copy slab (`markerFraming: 'copy'`): Marker where due,
+   * ULPDU_Length, ULPDU, pad, a Marker if one falls before the CRC, CRC over all of it (RFC 5044 §4.1,
+   * §4.3, §4.4) — the octets `frameWithMarkers` sends, as one chunk. Slabs are never reused.
+   */
+  private frameMarkedCopy(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
+    const pad = padLength(length);
+    const crcOn = this.crcOn;
+    // Markers fall every 508 octets of FPDU after `room`: at most this many octets in all.
+    const body = 2 + length + pad + 4;
+    const max = body + MARKER_LENGTH * (Math.ceil(body / AFTER_MARKER) + 1);
+    if (this.copySlab === undefined || this.copyOff + max > this.copySlab.byteLength) {
+      if (this.copySlab !== undefined) this.retired.push({ slab: this.copySlab, batch: this.batch });
+      this.copySlab = this.spare.pop() ?? Buffer.allocUnsafeSlow(Math.max(COPY_SLAB_SIZE, max));
+      this.copyOff = 0;
+    }
+    const f = this.copySlab;
+    const start = this.copyOff;
+    let o = start;
+    let room = this.room;
+    if (room === 0) {
+      writeMarker(f, o, 0); // opens the FPDU, FPDUPTR 0 (§4.3)
+      o += MARKER_LENGTH;
+      room = AFTER_MARKER;
+    }
+    f[o] = length >>> 8;
+    f[o + 1] = length & 0xff;
+    o += 2;
+    room -= 2;
+    let since = 2;
+    let crc = crcOn ? crc32cRange(f, start, o, 0) : 0;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as Uint8Array;
+      const e = p.byteLength;
+      // The part and the Markers that split it, copied (and CRC'd) in one call.
+      crc = copyMarked(f, o, p, 0, e, crc, room, since);
+      const k = markersIn(e, room);
+      o += e + MARKER_LENGTH * k;
+      since += e + MARKER_LENGTH * k;
+      room = room + AFTER_MARKER * k - e;
+    }
+    const tail = o;
+    for (let i = 0; i < pad; i++) f[o + i] = 0;
+    o += pad;
+    room -= pad; // pad never straddles a Marker position (both 4-aligned)
+    if (room === 0) {
+      writeMarker(f, o, since + pad);
+      o += MARKER_LENGTH;
+      room = AFTER_MARKER;
+    }
+    writeCrc(f, o, crcOn ? crc32cRange(f, tail, o, crc) : 0);
+    o += 4;
+    this.room = room - 4;
+    this.copyOff = o;
+    const total = o - start;
+    if (out.pushRange !== undefined) out.pushRange(f, start, total);
+    else out.push(f.subarray(start, o));
+    return total;
+  }
+
   private frameWithMarkers(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
     const pad = padLength(length);
     const crcOn = this.crcOn;
@@ -200,9 +325,8 @@ export class FpduWriter {
       let s = 0;
       while (s < e) {
         if (this.room === 0) {
-          const m = this.take(MARKER_LENGTH);
-          writeMarker(m, 0, since);
-          out.push(m);
+          // From the shared table (markerChunk): nothing framed or allocated per Marker.
+          out.push(markerChunk(since) ?? this.framedMarker(since));
           this.room = AFTER_MARKER;
           since += MARKER_LENGTH;
           total += MARKER_LENGTH;

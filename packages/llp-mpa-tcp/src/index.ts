@@ -14,6 +14,7 @@ export {
   fpduLength,
   INLINE_DEFAULT,
   INLINE_MAX,
+  type MarkerFraming,
 } from './fpdu.js';
 export {
   decodeEnhancedData,

@@ -21,6 +21,28 @@ export const FPDU_OVERHEAD = 6;
 export const MULPDU_MIN = 128;
 export const MULPDU_MAX = 64768;
 
+/**
+ * The Marker with FPDUPTR `ptr` (a multiple of 4 below 65536) as a read-only chunk shared by every
+ * connection: one 64 KiB table holds every Marker value, so a sender splitting a large FPDU neither
+ * frames nor allocates one per 512 octets. Undefined for a `ptr` the table cannot hold.
+ */
+export function markerChunk(ptr: number): Buffer | undefined {
+  if ((ptr & 3) !== 0 || ptr < 0 || ptr > 0xfffc) return undefined;
+  const k = ptr >>> 2;
+  let views = markerViews;
+  if (views === undefined) {
+    const table = new Uint8Array(MARKER_LENGTH * 0x4000);
+    for (let i = 0; i < 0x4000; i++) writeMarker(table, i * MARKER_LENGTH, i * MARKER_LENGTH);
+    markerTable = table;
+    views = markerViews = new Array<Buffer | undefined>(0x4000);
+  }
+  let m = views[k];
+  if (m === undefined) m = views[k] = Buffer.from((markerTable as Uint8Array).buffer, k * MARKER_LENGTH, MARKER_LENGTH);
+  return m;
+}
+let markerTable: Uint8Array | undefined;
+let markerViews: (Buffer | undefined)[] | undefined;
+
 /** Writes a Marker with this FPDUPTR into `out` at `offset` (RESERVED = 0, §4.2). */
 export function writeMarker(out: Uint8Array, offset: number, fpduPtr: number): void {
   out[offset] = 0;

@@ -2,12 +2,12 @@
  * Options of the MPA/TCP transport and the policy choices behind their defaults (see README "Policies").
  */
 import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
-import { INLINE_DEFAULT, INLINE_MAX } from './fpdu.js';
+import { INLINE_DEFAULT, INLINE_MAX, type MarkerFraming } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
 
 /** `highWaterMark`'s default: octets queued for the socket (views of the ULP's buffers, FPDU headers). */
 export const DEFAULT_HIGH_WATER_MARK = 4 << 20;
-/** `highWaterMark`'s default on a stream that sends Markers (RFC 5044 §5): its FPDUs are many small chunks. */
+/** `highWaterMark`'s default on a stream that sends Markers gathered (RFC 5044 §5): its FPDUs are many small chunks. */
 export const MARKERS_HIGH_WATER_MARK = 1 << 20;
 
 /** Most a 16-bit ULPDU_Length can say (RFC 5044 §4.1): the ceiling of `maxUlpduLength`. */
@@ -57,6 +57,13 @@ export interface MpaTcpOptions {
    */
   readonly inlineThreshold?: number;
   /**
+   * How this side sends FPDUs when the peer asked for Markers (RFC 5044 §4.3; no effect without them).
+   * `'gather'` (default): no payload octet is copied; a Marker every 512 octets splits the payload into
+   * two socket chunks per 512 octets. `'copy'`: each ULPDU is copied once into its FPDU next to its
+   * Markers and leaves as one chunk, which costs the socket far less (docs/PERFORMANCE.md, Markers).
+   */
+  readonly markerFraming?: MarkerFraming;
+  /**
    * Established connections: TCP keepalive probes after this many ms without traffic, so a peer that
    * vanished is detected (the connection then ends with `ConnectionAbortedError`). Default 60 000; 0: off.
    */
@@ -103,11 +110,12 @@ export interface ResolvedTransportOptions {
   readonly responder: ResolvedMpaParams;
   readonly emss: number | 'auto';
   readonly mulpdu: number | undefined;
-  /** Unset: the stream's default (`DEFAULT_HIGH_WATER_MARK`, or `MARKERS_HIGH_WATER_MARK` with Markers). */
+  /** Unset: the stream's default (`DEFAULT_HIGH_WATER_MARK`, or `MARKERS_HIGH_WATER_MARK` with gathered Markers). */
   readonly highWaterMark: number | undefined;
   readonly handshakeTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly inlineThreshold: number;
+  readonly markerFraming: MarkerFraming;
   readonly keepAliveMs: number;
   readonly idleTimeoutMs: number;
   readonly fpduTimeoutMs: number;
@@ -135,6 +143,13 @@ function inlineThreshold(v: unknown): number {
   if (v === undefined) return INLINE_DEFAULT;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > INLINE_MAX)
     throw new InvalidArgumentError(`inlineThreshold must be an integer 0..${INLINE_MAX}, got ${String(v)}`);
+  return v;
+}
+
+function markerFraming(v: unknown): MarkerFraming {
+  if (v === undefined) return 'gather';
+  if (v !== 'gather' && v !== 'copy')
+    throw new InvalidArgumentError(`markerFraming must be 'gather' or 'copy', got ${String(v)}`);
   return v;
 }
 
@@ -172,6 +187,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     handshakeTimeoutMs: positive('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000),
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     inlineThreshold: inlineThreshold(o.inlineThreshold),
+    markerFraming: markerFraming(o.markerFraming),
     keepAliveMs: nonNegative('keepAliveMs', o.keepAliveMs, 60_000),
     idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, 0),
     fpduTimeoutMs: nonNegative('fpduTimeoutMs', o.fpduTimeoutMs, 30_000),

@@ -17,7 +17,7 @@ import {
 } from '@rddp/llp';
 import { type Observable, Subject } from 'rxjs';
 import { type MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError } from './errors.js';
-import { FpduReader, FpduWriter } from './fpdu.js';
+import { FpduReader, FpduWriter, type MarkerFraming } from './fpdu.js';
 import { mulpduForEmss } from './markers.js';
 import type { MpaNegotiated, RtrType } from './negotiation.js';
 import { DEFAULT_HIGH_WATER_MARK, MARKERS_HIGH_WATER_MARK } from './options.js';
@@ -40,6 +40,8 @@ export interface MpaStreamInit {
   readonly closeTimeoutMs: number;
   /** ULPDUs up to this size are framed inline, one socket chunk (default `INLINE_DEFAULT`). */
   readonly inlineThreshold?: number;
+  /** FPDUs with Markers: gathered from the payload in place (default) or copied whole (`MarkerFraming`). */
+  readonly markerFraming?: MarkerFraming;
   /** TCP keepalive initial delay (ms); 0 or absent: off. */
   readonly keepAliveMs?: number;
   /** Reset after this long with no octet in either direction (ms); 0 or absent: off. */
@@ -81,6 +83,8 @@ export class MpaTcpStream extends BaseLlpStream {
   readonly role: 'initiator' | 'responder';
   readonly negotiated: MpaNegotiated;
   private readonly writer: FpduWriter;
+  /** FPDUs with Markers are copied into the writer's copy slabs (`markerFraming: 'copy'`). */
+  private readonly copyFraming: boolean;
   private readonly reader: FpduReader;
   private readonly rx: SocketReceiver;
   private readonly hwm: number;
@@ -127,7 +131,10 @@ export class MpaTcpStream extends BaseLlpStream {
     this.socket = init.socket;
     this.role = init.role;
     this.negotiated = n;
-    const hwm = init.highWaterMark ?? (n.markersTx ? MARKERS_HIGH_WATER_MARK : DEFAULT_HIGH_WATER_MARK);
+    this.copyFraming = n.markersTx && init.markerFraming === 'copy';
+    // Gathered Markers make ~256 socket chunks per FPDU: those streams keep the smaller mark.
+    const gathered = n.markersTx && !this.copyFraming;
+    const hwm = init.highWaterMark ?? (gathered ? MARKERS_HIGH_WATER_MARK : DEFAULT_HIGH_WATER_MARK);
     this.hwm = Math.max(hwm, init.socket.writableHighWaterMark);
     this.closeTimeoutMs = init.closeTimeoutMs;
     this.logger = init.logger;
@@ -140,6 +147,7 @@ export class MpaTcpStream extends BaseLlpStream {
       markers: n.markersTx,
       deferCrc: true, // sealed once per batch (flushBatch)
       ...(init.inlineThreshold !== undefined ? { inline: init.inlineThreshold } : {}),
+      ...(init.markerFraming !== undefined ? { markerFraming: init.markerFraming } : {}),
     });
     this.reader = new FpduReader(
       {
@@ -296,7 +304,12 @@ export class MpaTcpStream extends BaseLlpStream {
     this.flushScheduled = false;
     if (this.batch.empty) return;
     this.writer.seal();
-    this.batch.flush(this.socket, this.onWritten);
+    if (this.copyFraming) {
+      // Copy slabs are reused once the socket has written the batches framed into them.
+      const w = this.writer;
+      const n = w.batch++;
+      this.batch.flush(this.socket, this.onWritten, () => w.written(n));
+    } else this.batch.flush(this.socket, this.onWritten);
     // A sender told to wait for the batch itself hears now when the socket took it all ('drain' will not fire).
     if (!this.socket.writableNeedDrain && this.socket.writableLength < this.hwm) this.drained();
   };

@@ -82,12 +82,20 @@ export class TxBatch implements ChunkSink {
 
   /**
    * Gives the runs to `socket` in one corked write (one writev). `onWritten(err, k)` is called, in order,
-   * as each run that ends `k > 0` FPDUs with a `done` is written.
+   * as each run that ends `k > 0` FPDUs with a `done` is written; `onFlushed` once all of them are (or the
+   * socket failed them).
    */
-  flush(socket: Socket, onWritten: (err: Error | null | undefined, fpdus: number) => void): void {
+  flush(
+    socket: Socket,
+    onWritten: (err: Error | null | undefined, fpdus: number) => void,
+    onFlushed?: () => void,
+  ): void {
     this.close();
     const n = this.n;
-    if (n === 0) return;
+    if (n === 0) {
+      onFlushed?.();
+      return;
+    }
     this.n = 0;
     this.octets = 0;
     socket.cork();
@@ -95,7 +103,12 @@ export class TxBatch implements ChunkSink {
       const run = this.runs[i] as Uint8Array;
       const k = this.ends[i] as number;
       this.runs[i] = EMPTY;
-      if (k > 0) socket.write(run, (err) => onWritten(err, k));
+      if (onFlushed !== undefined && i === n - 1)
+        socket.write(run, (err) => {
+          if (k > 0) onWritten(err, k);
+          onFlushed();
+        });
+      else if (k > 0) socket.write(run, (err) => onWritten(err, k));
       else socket.write(run);
     }
     socket.uncork();

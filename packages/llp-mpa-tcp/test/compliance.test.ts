@@ -35,6 +35,16 @@ suite('MPA Rev 1, CRC, Markers both ways, MULPDU 1024', {
   listen: { markers: true },
   options: { mulpdu: 1024 },
 });
+suite("MPA Rev 1, CRC, Markers both ways, markerFraming 'copy'", {
+  connect: { revision: 1, markers: true },
+  listen: { markers: true },
+  options: { markerFraming: 'copy' },
+});
+suite("MPA Rev 1, no CRC, Markers both ways, MULPDU 1024, markerFraming 'copy'", {
+  connect: { revision: 1, crc: false, markers: true },
+  listen: { crc: false, markers: true },
+  options: { mulpdu: 1024, markerFraming: 'copy' },
+});
 suite('MPA Rev 2 (RFC 6581), client-server', { connect: { revision: 2, ird: 4, ord: 4 } });
 suite('MPA Rev 2 (RFC 6581), peer-to-peer, Write RTR', { connect: { revision: 2, rtr: 'write' } });
 suite('MPA Rev 2 (RFC 6581), peer-to-peer, Read RTR', { connect: { revision: 2, rtr: 'read' } });

@@ -1,7 +1,7 @@
 import { crc32c as nodeRs } from '@node-rs/crc32';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32cMarked, crcFrames, readCrc } from '../src/crc.js';
+import { copyMarked, copyMarkedJs, crc32cMarked, crcFrames, markersIn, readCrc } from '../src/crc.js';
 import { crc32cBackend, crc32cRange } from '../src/index.js';
 
 describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
@@ -82,5 +82,60 @@ describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+/** The octets MPA puts on the wire for `data` when a Marker is due after `room` octets (RFC 5044 §4.3). */
+function marked(data: Uint8Array, room: number, ptr: number): Uint8Array {
+  const wire: number[] = [];
+  let r = room;
+  let p = ptr;
+  for (const x of data) {
+    if (r === 0) {
+      wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+      p += 4;
+      r = 508;
+    }
+    wire.push(x);
+    r--;
+    p++;
+  }
+  return Uint8Array.from(wire);
+}
+
+describe.each([
+  ['the backend in use', copyMarked],
+  ['JavaScript (no ISA-L)', copyMarkedJs],
+])('RFC 5044 §4.3, §4.4: copyMarked through %s', (_, copy) => {
+  it('copies a part with its Markers where they fall, touches nothing around it, and returns the CRC of what it wrote', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3000 }),
+        fc.integer({ min: 0, max: 508 }),
+        fc.integer({ min: 0, max: 0xfff0 }),
+        fc.nat({ max: 0xffff_ffff }),
+        fc.nat({ max: 64 }),
+        (data, room, ptr, crc, off) => {
+          const want = marked(data, room, ptr);
+          expect(want.length).toBe(data.length + 4 * markersIn(data.length, room));
+          const dst = new Uint8Array(off + want.length + 8).fill(0xee);
+          const src = new Uint8Array(data.length + 6).fill(0x55);
+          src.set(data, 3);
+          const got = copy(dst, off, src, 3, 3 + data.length, crc, room, ptr);
+          expect(Buffer.from(dst.subarray(off, off + want.length)).equals(Buffer.from(want))).toBe(true);
+          expect(dst.subarray(0, off).every((x) => x === 0xee)).toBe(true);
+          expect(dst.subarray(off + want.length).every((x) => x === 0xee)).toBe(true);
+          expect(got).toBe(crc32cRange(want, 0, want.length, crc));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a destination too small for the copy and its Markers is a RangeError, and nothing is written', () => {
+    const data = new Uint8Array(1000).fill(1);
+    const dst = new Uint8Array(1000 + 4).fill(0xee); // two Markers fall in 1000 octets from room 0
+    expect(() => copy(dst, 0, data, 0, 1000, 0, 0, 0)).toThrow(RangeError);
+    expect(dst.every((x) => x === 0xee)).toBe(true);
   });
 });

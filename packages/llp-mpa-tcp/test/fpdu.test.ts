@@ -2,6 +2,7 @@
  * FPDU framing (RFC 5044 §4.1), Markers (§4.2–4.3), CRC (§4.4), MULPDU (§4.5, §3): byte vectors, and the
  * incremental receiver over every way of cutting the stream into chunks.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   crc32c,
@@ -16,6 +17,7 @@ import {
   mulpduForEmss,
   padLength,
 } from '../src/index.js';
+import { markerChunk, writeMarker } from '../src/markers.js';
 import { pattern } from './helpers.js';
 
 const toHex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -145,6 +147,12 @@ describe('FPDU transmit (RFC 5044 §4.1, §4.4)', () => {
       expect(() => mpaTcp({ inlineThreshold: v as number })).toThrow(/inlineThreshold/);
     expect(() => mpaTcp({ inlineThreshold: 0 })).not.toThrow();
   });
+
+  it('markerFraming is checked: anything but gather or copy is an InvalidArgumentError', () => {
+    for (const v of ['zero-copy', '', 1, true])
+      expect(() => mpaTcp({ markerFraming: v as 'copy' })).toThrow(/markerFraming must be 'gather' or 'copy'/);
+    for (const v of ['gather', 'copy', undefined] as const) expect(() => mpaTcp({ markerFraming: v })).not.toThrow();
+  });
 });
 
 describe('FPDU transmit with deferCrc (one CRC call per batch)', () => {
@@ -212,6 +220,85 @@ describe('Markers (RFC 5044 §4.2–4.3)', () => {
     // The CRC covers everything before it, both Markers included.
     const crc = referenceCrc32c(c.subarray(0, 516));
     expect(c.readUInt32LE(516)).toBe(crc);
+  });
+
+  it('RFC 5044 §4.2: Markers come from one shared read-only table, each value the Marker writeMarker frames', () => {
+    for (let ptr = 0; ptr <= 0xfffc; ptr += 4) {
+      const m = markerChunk(ptr) as Buffer;
+      const ref = new Uint8Array(4);
+      writeMarker(ref, 0, ptr);
+      if (toHex(m) !== toHex(ref)) expect(toHex(m)).toBe(toHex(ref));
+      if (markerChunk(ptr) !== m) expect(markerChunk(ptr)).toBe(m); // one view per value, shared
+    }
+    expect(Buffer.isBuffer(markerChunk(512))).toBe(true); // the socket takes it as it is
+    // FPDUPTR is 16 bits with its two low bits zero (§4.2): anything else is not in the table.
+    for (const bad of [2, 0x10000, -4]) expect(markerChunk(bad)).toBeUndefined();
+    // A 64 KiB ULPDU in two writers' FPDUs: the Markers are the table's views, and the FPDU is octet for
+    // octet the one a reference framing gives (RESERVED 0, FPDUPTR back to ULPDU_Length, CRC over all).
+    const w = new FpduWriter({ crc: true, markers: true });
+    const chunks: Uint8Array[] = [];
+    w.frame([pattern(64_000, 9)], 64_000, chunks);
+    const fromTable = chunks.filter((c) => c.byteLength === 4 && markerChunk(Buffer.from(c).readUInt32BE(0)) === c);
+    const b = Buffer.concat(chunks);
+    // Every Marker but the one opening the FPDU (framed with ULPDU_Length) is a table view here.
+    expect(fromTable.length).toBe(Math.ceil(b.byteLength / 512) - 1);
+    for (let at = 512; at < b.byteLength - 4; at += 512) expect(b.readUInt32BE(at)).toBe(at - 4);
+    expect(b.readUInt32LE(b.byteLength - 4)).toBe(referenceCrc32c(b.subarray(0, b.byteLength - 4)));
+  });
+
+  it("RFC 5044 §4.1-§4.4: markerFraming 'copy' puts octet for octet what 'gather' puts on the wire, one chunk per FPDU (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 9000 }), fc.nat()), { minLength: 1, maxLength: 12 }),
+        fc.boolean(),
+        (ulpdus, crc) => {
+          const gather = new FpduWriter({ crc, markers: true });
+          const copy = new FpduWriter({ crc, markers: true, markerFraming: 'copy' });
+          for (const [i, [n, cut]] of ulpdus.entries()) {
+            const u = pattern(n, i);
+            const c = n ? cut % (n + 1) : 0;
+            const parts = [u.subarray(0, c), u.subarray(c)];
+            const chunks: Uint8Array[] = [];
+            copy.frame(parts, n, chunks);
+            expect(chunks).toHaveLength(1);
+            expect(toHex(chunks[0] as Uint8Array)).toBe(toHex(wire(gather, parts)));
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it("markerFraming 'copy' copies the ULPDU: changing it after framing changes nothing framed", () => {
+    const w = new FpduWriter({ crc: true, markers: true, markerFraming: 'copy' });
+    const u = pattern(3000, 5);
+    const chunks: Uint8Array[] = [];
+    w.frame([u], u.byteLength, chunks);
+    const before = toHex(chunks[0] as Uint8Array);
+    u.fill(0);
+    expect(toHex(chunks[0] as Uint8Array)).toBe(before);
+  });
+
+  it("markerFraming 'copy' frames into a written slab again only once every batch holding its octets is written", () => {
+    const w = new FpduWriter({ crc: false, markers: true, markerFraming: 'copy' });
+    const u = pattern(60_000, 1);
+    const bufs: ArrayBufferLike[] = [];
+    const frameOne = (): void => {
+      const chunks: Uint8Array[] = [];
+      w.frame([u], u.byteLength, chunks);
+      bufs.push((chunks[0] as Uint8Array).buffer);
+    };
+    // Batch 1: enough FPDUs to fill two slabs; none is written yet, so every slab is new.
+    for (let i = 0; i < 10; i++) frameOne();
+    const batch1 = new Set(bufs);
+    expect(batch1.size).toBeGreaterThanOrEqual(3);
+    const sent = w.batch++;
+    for (let i = 0; i < 10; i++) frameOne();
+    expect(bufs.slice(10).some((b) => batch1.has(b) && b !== bufs[9])).toBe(false); // nothing of batch 1 reused
+    w.written(sent);
+    const before = bufs.length;
+    for (let i = 0; i < 10; i++) frameOne();
+    expect(bufs.slice(before).some((b) => batch1.has(b) && b !== bufs[9])).toBe(true); // batch 1's slabs reused
   });
 
   it('RFC 5044 §4.5: MULPDU = EMSS - (6 + 4 * Ceiling(EMSS / 512) + EMSS mod 4), within [128, 64768] (§3)', () => {

@@ -149,10 +149,12 @@ describe('inversify module', () => {
 });
 
 describe('send backpressure', () => {
-  it('send() returns false once highWaterMark octets are queued: 4 MiB by default, 1 MiB when sending Markers, or as configured', async () => {
+  it('send() returns false once highWaterMark octets are queued: 4 MiB by default, 1 MiB when sending Markers gathered (4 MiB copied), or as configured', async () => {
     for (const [transport, markers, hwm] of [
       [mpaTcp(), false, 4 << 20],
       [mpaTcp(), true, 1 << 20],
+      // Queued octets are wire octets, Markers included: 4 MiB of them is reached one 32 KiB send early.
+      [mpaTcp({ markerFraming: 'copy' }), true, (4 << 20) - 32 * 1024],
       [mpaTcp({ highWaterMark: 1 << 20 }), false, 1 << 20],
       [mpaTcp({ highWaterMark: 2 << 20 }), true, 2 << 20],
     ] as const) {

@@ -14,7 +14,7 @@ import type { LlpConnection } from '@rddp/llp';
 import { collect } from '@rddp/llp-compliance';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { FpduWriter, type MpaParams, type MpaTcpConnection, mpaTcp } from '../src/index.js';
+import { FpduWriter, type MpaParams, type MpaTcpConnection, type MpaTcpOptions, mpaTcp } from '../src/index.js';
 import { pattern } from './helpers.js';
 import { rawConnect } from './raw.js';
 import { RES_NOT_ZERO, REV_NOT_ONE, startCapture, summarize, TSHARK, tsharkAvailable, unexpected } from './wire.js';
@@ -42,10 +42,12 @@ interface WireMode {
    * without them; only the direction with Markers is compared.
    */
   readonly onlyDirection?: 'to-responder' | 'to-initiator';
+  /** Transport options for both ends (`markerFraming`, …). */
+  readonly transport?: MpaTcpOptions;
 }
 
 async function exchange(mode: WireMode): Promise<{ a: MpaTcpConnection; b: LlpConnection }> {
-  const t = mpaTcp();
+  const t = mpaTcp(mode.transport);
   const l = await t.listen({ host: '127.0.0.1', port: 0 }, { params: mode.listen ?? {} });
   const cap = await startCapture(l.address.port as number);
   try {
@@ -126,6 +128,16 @@ describe.runIf(available)(`wire checks with ${TSHARK}`, () => {
 
   it('RFC 5044 §4.3: Markers towards the initiator only (paced; Wireshark 4.0 decodes only the direction with Markers)', async () => {
     await exchange({ connect: { revision: 1, markers: true }, paced: true, onlyDirection: 'to-initiator' });
+  });
+
+  it("RFC 5044 §4.3: Markers towards the responder, framed by copy (markerFraming 'copy'; paced)", async () => {
+    await exchange({
+      connect: { revision: 1 },
+      listen: { markers: true },
+      paced: true,
+      onlyDirection: 'to-responder',
+      transport: { markerFraming: 'copy' },
+    });
   });
 
   it('RFC 5044 §4.3: Markers both ways with CRC (paced)', async () => {

@@ -5,7 +5,7 @@
  */
 import { codedError, type LlpConnection, type LlpParams, type LlpTransport, RddpError } from '@rddp/llp';
 import { type LoopbackFaults, loopbackModule } from '@rddp/llp-loopback';
-import { type MpaParams, type MpaRevision, mpaTcpModule, type RtrType } from '@rddp/llp-mpa-tcp';
+import { type MarkerFraming, type MpaParams, type MpaRevision, mpaTcpModule, type RtrType } from '@rddp/llp-mpa-tcp';
 import { sctpModule } from '@rddp/llp-sctp';
 import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
 import { parseFaults } from './faults.js';
@@ -15,6 +15,8 @@ export interface TransportFlags {
   mpaRev?: string;
   crc?: boolean;
   markers?: boolean;
+  /** `--marker-framing gather|copy`: how this end sends FPDUs when its peer asked for Markers. */
+  markerFraming?: string;
   p2p?: string;
   ird?: number;
   ord?: number;
@@ -79,6 +81,8 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
     rtr: rtr ? [rtr] : ['write', 'read', 'send'],
     ietfMode: 'permissive',
   };
+  if (f.markerFraming !== undefined && f.markerFraming !== 'gather' && f.markerFraming !== 'copy')
+    throw new UsageError(`--marker-framing must be gather or copy (got ${f.markerFraming})`);
   const maxUlpdu = f.maxUlpdu === undefined ? undefined : Number(f.maxUlpdu);
   if (maxUlpdu !== undefined && (!Number.isInteger(maxUlpdu) || maxUlpdu < 64768 || maxUlpdu > 65535))
     throw new UsageError(`--max-ulpdu must be an integer 64768..65535 (got ${f.maxUlpdu})`);
@@ -88,6 +92,7 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
       params,
       ...(maxUlpdu !== undefined ? { maxUlpduLength: maxUlpdu } : {}),
       ...(f.tolerateEarlyFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
+      ...(f.markerFraming !== undefined ? { markerFraming: f.markerFraming as MarkerFraming } : {}),
     }),
     options: {
       connectParams: params,
@@ -97,12 +102,24 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
   };
 }
 
+/** The MPA flags, refused on the other transports. */
+function tcpOnly(f: TransportFlags): void {
+  if (
+    f.mpaRev !== undefined ||
+    f.p2p !== undefined ||
+    f.markers ||
+    f.markerFraming !== undefined ||
+    f.maxUlpdu !== undefined ||
+    f.tolerateEarlyFpdu
+  )
+    throw new UsageError(
+      '--mpa-rev, --p2p, --markers, --marker-framing, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
+    );
+}
+
 /** RFC 5043 over the npm `sctp` package, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */
 function sctpPlugin(f: TransportFlags): ToolPlugin {
-  if (f.mpaRev !== undefined || f.p2p !== undefined || f.markers || f.maxUlpdu !== undefined || f.tolerateEarlyFpdu)
-    throw new UsageError(
-      '--mpa-rev, --p2p, --markers, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
-    );
+  tcpOnly(f);
   return { module: sctpModule({ encapsulation: 'udp' }), options: { profile: 'ietf' } };
 }
 

@@ -12,6 +12,7 @@ import {
   perfServe,
 } from '../src/perf/engine.js';
 import { allSizes } from '../src/perf/format.js';
+import { toolTransport } from '../src/transports.js';
 import { freePort, run } from './procs.js';
 
 /** A device that keeps the completion queues made on it (the session's send CQ is the first). */
@@ -67,6 +68,21 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
       expect(r[0]?.verified).toBe(true);
       expect(r[0]?.row.iterations).toBe(100);
     }
+  }, 60_000);
+
+  it('--markers with --marker-framing copy (RFC 5044 §4.3): Writes with Markers framed by copy arrive verified; a bad value is a usage error', async () => {
+    for (const markerFraming of ['gather', 'copy']) {
+      const r = await perfLoopback(
+        'write_bw',
+        { ...base, transport: 'tcp', markers: true, markerFraming, size: '65536', iters: '200' },
+        () => {},
+      );
+      expect(r[0]?.verified, markerFraming).toBe(true);
+    }
+    expect(() => toolTransport({ transport: 'tcp', markerFraming: 'zero' })).toThrow(
+      /--marker-framing must be gather or copy/,
+    );
+    expect(() => toolTransport({ transport: 'sctp', markerFraming: 'copy' })).toThrow(/--transport tcp only/);
   }, 60_000);
 
   it('bad flags are typed usage errors', () => {

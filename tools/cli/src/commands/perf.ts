@@ -54,6 +54,8 @@ export interface PerfOptions {
   mpaRev?: string;
   crc?: boolean;
   markers?: boolean;
+  /** `--marker-framing gather|copy`: how this end sends FPDUs when the peer asked for Markers. */
+  markerFraming?: string;
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
@@ -416,6 +418,10 @@ export function registerPerf(program: Command): void {
     .option('--crc', 'ask for MPA CRCs (default)')
     .option('--no-crc', 'do not ask for MPA CRCs')
     .option('--markers', 'ask for MPA Markers towards this end')
+    .option(
+      '--marker-framing <how>',
+      'when the peer asked for Markers: gather (payload never copied, the default) or copy (one chunk per FPDU)',
+    )
     .addOption(maxUlpduOption())
     .addOption(tolerateEarlyFpduOption())
     .option(
