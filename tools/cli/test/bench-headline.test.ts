@@ -22,6 +22,7 @@ const HEADLINE_ROWS = [
   /`perf send_lat -s 64`, max \| us .*\| ≤ 2 × \|.*ping-pong .*max/,
   /`perf write_bw -s 64 -t 64`, message rate \| M msg\/s .*\| ≥ 1 × \|.*absolute target of 1 M messages\/s/,
   /`perf write_bw -s 65536 --markers` \(CRC\), two processes .*\| ≥ 0\.7 × \|.*without Markers/,
+  /`perf write_bw -s 65536 --markers --marker-framing copy` \(CRC\), two processes .*\| ≥ 0\.7 × \|.*without Markers/,
   /`perf write_bw -s 65536 -q 8`, server `--workers 1` \(1 serving process\) .*\| ≥ 1 × \|.*1 QP, one server process/,
 ];
 

@@ -62,8 +62,9 @@ export function workerSteps(cores = availableParallelism()): number[] {
 /** The recorded runs the headline table makes (progress total). */
 export function headlineRuns(rounds: number, iperf: boolean, cores = availableParallelism()): number {
   const bw = iperf ? 3 : 2;
-  // write 64 KiB (warm, cold), write 1 MiB, read (warm, cold), send_lat, message rate, Markers, -q / --workers.
-  return rounds * (bw + 2 + bw + 2 + 2 + 2 + 1 + 2 + 1 + workerSteps(cores).length);
+  // write 64 KiB (warm, cold), write 1 MiB, read (warm, cold), send_lat, message rate, Markers (gathered,
+  // copied, none), -q / --workers.
+  return rounds * (bw + 2 + bw + 2 + 2 + 2 + 1 + 3 + 1 + workerSteps(cores).length);
 }
 
 export const COST_CONNECTIONS = [1, 10, 100, 1000] as const;
@@ -202,19 +203,23 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     1,
   );
 
-  // MPA Markers (RFC 5044 §5) on both ends against none, both with CRC.
+  // MPA Markers (RFC 5044 §5) on both ends against none, all with CRC: gathered (the default, no payload
+  // copied) and framed by copy (`--marker-framing copy`).
   const mIters = itersFor(total, 64 * KiB);
-  const [mk, none] = await alternateAll(plan, [
-    async () =>
-      (
-        await perfTwoProcess({
-          test: 'write_bw',
-          size: 64 * KiB,
-          iters: mIters,
-          markers: true,
-          warmUp: warmUpFor(mIters),
-        })
-      ).MBps,
+  const markersRun = (markerFraming?: 'copy') => async () =>
+    (
+      await perfTwoProcess({
+        test: 'write_bw',
+        size: 64 * KiB,
+        iters: mIters,
+        markers: true,
+        ...(markerFraming ? { markerFraming } : {}),
+        warmUp: warmUpFor(mIters),
+      })
+    ).MBps;
+  const [mk, mkCopy, none] = await alternateAll(plan, [
+    markersRun(),
+    markersRun('copy'),
     async () =>
       (await perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: mIters, warmUp: warmUpFor(mIters) })).MBps,
   ]);
@@ -222,6 +227,14 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     '`perf write_bw -s 65536 --markers` (CRC), two processes',
     'MB/s',
     median(mk as number[]),
+    median(none as number[]),
+    'baseline: the same without Markers, same run (both after a quarter as many Writes unmeasured)',
+    0.7,
+  );
+  fig(
+    '`perf write_bw -s 65536 --markers --marker-framing copy` (CRC), two processes',
+    'MB/s',
+    median(mkCopy as number[]),
     median(none as number[]),
     'baseline: the same without Markers, same run (both after a quarter as many Writes unmeasured)',
     0.7,

@@ -78,6 +78,8 @@ export interface PerfRun {
   readonly txDepth?: number;
   readonly crc?: boolean;
   readonly markers?: boolean;
+  /** `--marker-framing` on both ends (with `markers`). */
+  readonly markerFraming?: 'gather' | 'copy';
   readonly qps?: number;
   readonly workers?: number;
   /** Unmeasured round trips (latency tests) or operations (bandwidth tests) first (perf --warm-up). */
@@ -113,7 +115,11 @@ interface PerfJson {
 
 /** Runs `rddp perf` as two processes (server, then client on the port it prints); the client's figures. */
 export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
-  const common = [...(r.crc === false ? ['--no-crc'] : []), ...(r.markers ? ['--markers'] : [])];
+  const common = [
+    ...(r.crc === false ? ['--no-crc'] : []),
+    ...(r.markers ? ['--markers'] : []),
+    ...(r.markerFraming ? ['--marker-framing', r.markerFraming] : []),
+  ];
   const q = r.qps ?? 1;
   const server = start(process.execPath, [
     RDDP_MAIN,
