@@ -42,6 +42,24 @@ function reference(bytes: Uint8Array, crc = 0): number {
   return ~c >>> 0;
 }
 
+/** The wire octets: `room` octets, then a Marker and 508 octets, and so on; FPDUPTR from `ptr` (RFC 5044 §4.3). */
+function marked(b: Uint8Array, room: number, ptr: number): Uint8Array {
+  const out: number[] = [];
+  let r = room;
+  let p = ptr;
+  for (const x of b) {
+    if (r === 0) {
+      out.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+      p += 4;
+      r = 508;
+    }
+    out.push(x);
+    r--;
+    p++;
+  }
+  return Uint8Array.from(out);
+}
+
 describe.skipIf(!isal && !required)('@rddp/crc32c-isal', () => {
   const m = isal as Isal;
 
@@ -79,23 +97,6 @@ describe.skipIf(!isal && !required)('@rddp/crc32c-isal', () => {
   });
 
   it('RFC 5044 §4.3, §4.4: calculateMarked is the CRC of the octets with a Marker (0x0000, FPDUPTR) every 512 on the wire', () => {
-    /** The wire octets: `room` octets, then a Marker and 508 octets, and so on; FPDUPTR from `ptr`. */
-    const marked = (b: Uint8Array, room: number, ptr: number): Uint8Array => {
-      const out: number[] = [];
-      let r = room;
-      let p = ptr;
-      for (const x of b) {
-        if (r === 0) {
-          out.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
-          p += 4;
-          r = 508;
-        }
-        out.push(x);
-        r--;
-        p++;
-      }
-      return Uint8Array.from(out);
-    };
     fc.assert(
       fc.property(
         fc.uint8Array({ maxLength: 3000 }),
@@ -175,19 +176,7 @@ describe.skipIf(!isal && !required)('@rddp/crc32c-isal', () => {
         fc.integer({ min: 0, max: 0xfff0 }),
         fc.nat({ max: 0xffff_ffff }),
         (data, room, ptr, crc) => {
-          const wire: number[] = [];
-          let r = room;
-          let p = ptr;
-          for (const x of data) {
-            if (r === 0) {
-              wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
-              p += 4;
-              r = 508;
-            }
-            wire.push(x);
-            r--;
-            p++;
-          }
+          const wire = [...marked(data, room, ptr)];
           const dst = new Uint8Array(wire.length + 6).fill(0xee);
           expect(m.copyMarked(dst, 2, data, 0, data.length, crc, room, ptr)).toBe(
             reference(Uint8Array.from(wire), crc),

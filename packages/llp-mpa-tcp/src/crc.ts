@@ -13,17 +13,20 @@ type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
   calculateMarked?(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
   crcFrames?(b: Uint8Array, spans: Int32Array, count: number): void;
-  copyMarked?(
-    dst: Uint8Array,
-    dstOff: number,
-    src: Uint8Array,
-    start: number,
-    end: number,
-    crc: number,
-    room: number,
-    ptr: number,
-  ): number;
+  copyMarked?: CopyMarked;
 };
+
+/** `copyMarked`'s signature (the binding's and the JavaScript fallback's). */
+type CopyMarked = (
+  dst: Uint8Array,
+  dstOff: number,
+  src: Uint8Array,
+  start: number,
+  end: number,
+  crc: number,
+  room: number,
+  ptr: number,
+) => number;
 type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
 
 const require = createRequire(import.meta.url);
@@ -138,34 +141,16 @@ export function markersIn(n: number, room: number): number {
  * Copies `src[start, end)` into `dst` at `dstOff` with the Markers `crc32cMarked` counts put in their
  * places (RFC 5044 §4.3: 16 zero bits, FPDUPTR), and returns the CRC32c continuing from `crc` over all it
  * wrote (§4.4). `dst` must hold `end - start + 4 * markersIn(end - start, room)` octets from `dstOff`.
- * ISA-L's binding copies and CRCs each piece in one pass; else the part is placed with one copy and the
- * gaps for the Markers opened from the last back (a call per piece, no view per piece).
+ * ISA-L's binding copies (Markers included) and CRCs the result in one pass; else the part is placed with
+ * one copy and the gaps for the Markers opened from the last back (a call per piece, no view per piece).
  */
-export function copyMarked(
-  dst: Uint8Array,
-  dstOff: number,
-  src: Uint8Array,
-  start: number,
-  end: number,
-  crc: number,
-  room: number,
-  ptr: number,
-): number {
-  if (isal?.copyMarked) return isal.copyMarked(dst, dstOff, src, start, end, crc, room, ptr);
-  return copyMarkedJs(dst, dstOff, src, start, end, crc, room, ptr);
-}
+export const copyMarked: CopyMarked = (dst, dstOff, src, start, end, crc, room, ptr) =>
+  isal?.copyMarked
+    ? isal.copyMarked(dst, dstOff, src, start, end, crc, room, ptr)
+    : copyMarkedJs(dst, dstOff, src, start, end, crc, room, ptr);
 
 /** `copyMarked` without ISA-L's binding (exported for its tests). */
-export function copyMarkedJs(
-  dst: Uint8Array,
-  dstOff: number,
-  src: Uint8Array,
-  start: number,
-  end: number,
-  crc: number,
-  room: number,
-  ptr: number,
-): number {
+export const copyMarkedJs: CopyMarked = (dst, dstOff, src, start, end, crc, room, ptr) => {
   const n = end - start;
   const k = markersIn(n, room);
   const need = n + MARKER_OCTETS * k;
@@ -185,7 +170,7 @@ export function copyMarkedJs(
     dst[at + 3] = fpduPtr & 0xff;
   }
   return crc32cRange(dst, dstOff, dstOff + need, crc);
-}
+};
 
 /**
  * For each of `count` frames, `spans[2i]`..`spans[2i + 1]` bound its octets [start, end) in `bytes`: their

@@ -4,6 +4,24 @@ import { describe, expect, it } from 'vitest';
 import { copyMarked, copyMarkedJs, crc32cMarked, crcFrames, markersIn, readCrc } from '../src/crc.js';
 import { crc32cBackend, crc32cRange } from '../src/index.js';
 
+/** The octets MPA puts on the wire for `data` when a Marker is due after `room` octets (RFC 5044 §4.3). */
+function marked(data: Uint8Array, room: number, ptr: number): Uint8Array {
+  const wire: number[] = [];
+  let r = room;
+  let p = ptr;
+  for (const x of data) {
+    if (r === 0) {
+      wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+      p += 4;
+      r = 508;
+    }
+    wire.push(x);
+    r--;
+    p++;
+  }
+  return Uint8Array.from(wire);
+}
+
 describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
   it('RFC 3720 B.4 check value: CRC32c("123456789") = 0xE3069283', () => {
     const v = new TextEncoder().encode('123456789');
@@ -63,20 +81,7 @@ describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
         fc.integer({ min: 0, max: 0xffff }),
         fc.nat({ max: 0xffff_ffff }),
         (data, room, ptr, crc) => {
-          const wire: number[] = [];
-          let r = room;
-          let p = ptr;
-          for (const x of data) {
-            if (r === 0) {
-              wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
-              p += 4;
-              r = 508;
-            }
-            wire.push(x);
-            r--;
-            p++;
-          }
-          const w = Uint8Array.from(wire);
+          const w = marked(data, room, ptr);
           expect(crc32cMarked(data, 0, data.length, crc, room, ptr)).toBe(crc32cRange(w, 0, w.length, crc));
         },
       ),
@@ -84,24 +89,6 @@ describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
     );
   });
 });
-
-/** The octets MPA puts on the wire for `data` when a Marker is due after `room` octets (RFC 5044 §4.3). */
-function marked(data: Uint8Array, room: number, ptr: number): Uint8Array {
-  const wire: number[] = [];
-  let r = room;
-  let p = ptr;
-  for (const x of data) {
-    if (r === 0) {
-      wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
-      p += 4;
-      r = 508;
-    }
-    wire.push(x);
-    r--;
-    p++;
-  }
-  return Uint8Array.from(wire);
-}
 
 describe.each([
   ['the backend in use', copyMarked],
