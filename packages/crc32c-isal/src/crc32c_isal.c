@@ -37,23 +37,29 @@ static napi_value throw_type(napi_env env, const char *msg) {
   return NULL;
 }
 
+/* The octets and length of `value`, a Uint8Array; false (a TypeError pending, naming `what`) otherwise. */
+static bool uint8_array(napi_env env, napi_value value, const char *what, unsigned char **data, size_t *length) {
+  bool is_ta = false;
+  if (napi_is_typedarray(env, value, &is_ta) != napi_ok) return false;
+  if (!is_ta) return throw_type(env, what), false;
+  napi_typedarray_type type;
+  void *d = NULL;
+  if (napi_get_typedarray_info(env, value, &type, length, &d, NULL, NULL) != napi_ok) return false;
+  if (type != napi_uint8_array) return throw_type(env, what), false;
+  *data = (unsigned char *)d;
+  return true;
+}
+
 /* The typed array and the [start, end) range of argv[0..2]; false (an exception pending) when invalid. */
 static bool byte_range(napi_env env, napi_value *argv, unsigned char **bytes, int64_t *start, int64_t *end) {
-  bool is_ta = false;
-  if (napi_is_typedarray(env, argv[0], &is_ta) != napi_ok) return false;
-  if (!is_ta) return throw_type(env, "bytes must be a Uint8Array"), false;
-  napi_typedarray_type type;
   size_t length = 0;
-  void *data = NULL;
-  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL) != napi_ok) return false;
-  if (type != napi_uint8_array) return throw_type(env, "bytes must be a Uint8Array"), false;
+  if (!uint8_array(env, argv[0], "bytes must be a Uint8Array", bytes, &length)) return false;
   if (napi_get_value_int64(env, argv[1], start) != napi_ok || napi_get_value_int64(env, argv[2], end) != napi_ok)
     return false;
   if (*start < 0 || *end < *start || (uint64_t)*end > length || *end - *start > INT32_MAX) {
     napi_throw_range_error(env, NULL, "byte range outside the array");
     return false;
   }
-  *bytes = (unsigned char *)data;
   return true;
 }
 
@@ -120,14 +126,9 @@ static napi_value copy_marked(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 8)
     return throw_type(env, "copyMarked(dst, dstOff, src, start, end, crc, room, ptr) takes eight arguments");
-  bool is_ta = false;
-  napi_typedarray_type type;
+  unsigned char *dst_data = NULL;
   size_t dst_length = 0;
-  void *dst_data = NULL;
-  CHECK(napi_is_typedarray(env, argv[0], &is_ta));
-  if (!is_ta) return throw_type(env, "dst must be a Uint8Array");
-  CHECK(napi_get_typedarray_info(env, argv[0], &type, &dst_length, &dst_data, NULL, NULL));
-  if (type != napi_uint8_array) return throw_type(env, "dst must be a Uint8Array");
+  if (!uint8_array(env, argv[0], "dst must be a Uint8Array", &dst_data, &dst_length)) return NULL;
   int64_t dst_off = 0;
   CHECK(napi_get_value_int64(env, argv[1], &dst_off));
   unsigned char *src = NULL;
@@ -150,7 +151,7 @@ static napi_value copy_marked(napi_env env, napi_callback_info info) {
     return NULL;
   }
   const unsigned char *p = src + start;
-  unsigned char *const d0 = (unsigned char *)dst_data + dst_off;
+  unsigned char *const d0 = dst_data + dst_off;
   unsigned char *d = d0;
   while (left > 0) {
     if (room == 0) {
@@ -182,14 +183,12 @@ static napi_value crc_frames(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 3) return throw_type(env, "crcFrames(bytes, spans, count) takes three arguments");
+  unsigned char *bytes = NULL;
+  size_t length = 0, span_length = 0;
+  if (!uint8_array(env, argv[0], "bytes must be a Uint8Array", &bytes, &length)) return NULL;
   bool is_ta = false;
   napi_typedarray_type type;
-  size_t length = 0, span_length = 0;
-  void *data = NULL, *span_data = NULL;
-  CHECK(napi_is_typedarray(env, argv[0], &is_ta));
-  if (!is_ta) return throw_type(env, "bytes must be a Uint8Array");
-  CHECK(napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL));
-  if (type != napi_uint8_array) return throw_type(env, "bytes must be a Uint8Array");
+  void *span_data = NULL;
   CHECK(napi_is_typedarray(env, argv[1], &is_ta));
   if (!is_ta) return throw_type(env, "spans must be an Int32Array");
   CHECK(napi_get_typedarray_info(env, argv[1], &type, &span_length, &span_data, NULL, NULL));
@@ -200,7 +199,6 @@ static napi_value crc_frames(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, NULL, "count exceeds the spans given");
     return NULL;
   }
-  unsigned char *bytes = (unsigned char *)data;
   const int32_t *spans = (const int32_t *)span_data;
   /* Every span is checked before any CRC is written: a bad one changes nothing. */
   for (uint32_t i = 0; i < count; i++) {

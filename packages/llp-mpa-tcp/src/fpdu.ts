@@ -241,7 +241,8 @@ export class FpduWriter {
   /**
    * One FPDU with Markers copied whole into a copy slab (`markerFraming: 'copy'`): Marker where due,
    * ULPDU_Length, ULPDU, pad, a Marker if one falls before the CRC, CRC over all of it (RFC 5044 §4.1,
-   * §4.3, §4.4) — the octets `frameWithMarkers` sends, as one chunk. Slabs are never reused.
+   * §4.3, §4.4) — the octets `frameWithMarkers` sends, as one chunk. A full slab is taken again only after
+   * `written` says the batches holding its octets were written.
    */
   private frameMarkedCopy(parts: readonly Uint8Array[], length: number, out: ChunkSink): number {
     const pad = padLength(length);
