@@ -302,7 +302,14 @@ export class MpaTcpStream extends BaseLlpStream {
 
   private readonly flushBatch = (): void => {
     this.flushScheduled = false;
-    if (this.batch.empty) return;
+    if (!this.batch.empty) this.flushNow();
+    // A sender told to wait for the batch (or for an FPDU written at once) hears now when the socket took it
+    // all ('drain' will not fire).
+    if (!this.socket.writableNeedDrain && this.socket.writableLength < this.hwm) this.drained();
+  };
+
+  /** Seals the batch and gives it to the socket. */
+  private flushNow(): void {
     this.writer.seal();
     if (this.copyFraming) {
       // Copy slabs are reused once the socket has written the batches framed into them.
@@ -310,11 +317,9 @@ export class MpaTcpStream extends BaseLlpStream {
       const n = w.batch++;
       this.batch.flush(this.socket, this.onWritten, () => w.written(n));
     } else this.batch.flush(this.socket, this.onWritten);
-    // A sender told to wait for the batch itself hears now when the socket took it all ('drain' will not fire).
-    if (!this.socket.writableNeedDrain && this.socket.writableLength < this.hwm) this.drained();
-  };
+  }
 
-  /** Frames one ULPDU into this turn's batch; the batch goes to the socket at the end of the turn. */
+  /** Frames one ULPDU into this turn's batch; the batch goes to the socket at the end of the turn (the turn's first FPDU on an idle socket at once). */
   private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
     const batch = this.batch;
     this.writer.frame(parts, length, batch);
@@ -324,6 +329,10 @@ export class MpaTcpStream extends BaseLlpStream {
     }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
+      // The first FPDU of a turn on an idle socket goes out at once, as siw transmits from the post when
+      // its send queue is idle: a reply to it can start while this turn finishes. The turn's later FPDUs
+      // join one batch, written when the turn ends.
+      if (this.socket.writableLength === 0) this.flushNow();
       process.nextTick(this.flushBatch);
     }
     this.sentFpdus++;

@@ -98,6 +98,20 @@ export class TxBatch implements ChunkSink {
     }
     this.n = 0;
     this.octets = 0;
+    if (n === 1) {
+      // One run: one write, without the cork and the socket's buffered-write queue around it.
+      const run = this.runs[0] as Uint8Array;
+      const k = this.ends[0] as number;
+      this.runs[0] = EMPTY;
+      if (onFlushed !== undefined)
+        socket.write(run, (err) => {
+          if (k > 0) onWritten(err, k);
+          onFlushed();
+        });
+      else if (k > 0) socket.write(run, (err) => onWritten(err, k));
+      else socket.write(run);
+      return;
+    }
     socket.cork();
     for (let i = 0; i < n; i++) {
       const run = this.runs[i] as Uint8Array;
