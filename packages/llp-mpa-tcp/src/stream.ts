@@ -97,6 +97,9 @@ export class MpaTcpStream extends BaseLlpStream {
   /** `done` callbacks of FPDUs framed, in order: the socket calls write callbacks in order. */
   private readonly written = new Fifo<SendCallback>();
   private flushScheduled = false;
+  /** FPDUs framed in this turn, and in the last turn that framed any (`writeFpdu`'s at-once rule). */
+  private turnFpdus = 0;
+  private lastTurnFpdus = 0;
   /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
   private txOpen: boolean;
   private heldSends: HeldSend[] = [];
@@ -302,6 +305,8 @@ export class MpaTcpStream extends BaseLlpStream {
 
   private readonly flushBatch = (): void => {
     this.flushScheduled = false;
+    this.lastTurnFpdus = this.turnFpdus;
+    this.turnFpdus = 0;
     if (!this.batch.empty) this.flushNow();
     // A sender told to wait for the batch (or for an FPDU written at once) hears now when the socket took it
     // all ('drain' will not fire).
@@ -319,7 +324,10 @@ export class MpaTcpStream extends BaseLlpStream {
     } else this.batch.flush(this.socket, this.onWritten);
   }
 
-  /** Frames one ULPDU into this turn's batch; the batch goes to the socket at the end of the turn (the turn's first FPDU on an idle socket at once). */
+  /**
+   * Frames one ULPDU into this turn's batch; the batch goes to the socket at the end of the turn (the first
+   * FPDU at once when the socket is idle and the last turn framed only one).
+   */
   private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
     const batch = this.batch;
     this.writer.frame(parts, length, batch);
@@ -329,12 +337,14 @@ export class MpaTcpStream extends BaseLlpStream {
     }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      // The first FPDU of a turn on an idle socket goes out at once, as siw transmits from the post when
-      // its send queue is idle: a reply to it can start while this turn finishes. The turn's later FPDUs
-      // join one batch, written when the turn ends.
-      if (this.socket.writableLength === 0) this.flushNow();
+      // Request and response (the last turn framed one FPDU): this turn's first goes out at once when the
+      // socket is idle, as siw transmits from the post when its send queue is idle, so the peer can answer
+      // while this turn finishes. After a turn of several, a turn's FPDUs leave together at its end (one
+      // system call per turn, not two).
+      if (this.lastTurnFpdus <= 1 && this.socket.writableLength === 0) this.flushNow();
       process.nextTick(this.flushBatch);
     }
+    this.turnFpdus++;
     this.sentFpdus++;
     return this.socket.writableLength + batch.octets < this.hwm;
   }

@@ -149,7 +149,7 @@ describe('inversify module', () => {
 });
 
 describe('transmit timing', () => {
-  it('the first FPDU of a turn on an idle socket is written at once; the rest of the turn go as one batch at its end', async () => {
+  it('the first FPDU of a turn on an idle socket is written at once after a turn of one FPDU; after a turn of several, the whole turn goes as one batch at its end', async () => {
     const [a, b] = await tcpPair();
     const atB = collect(b.stream);
     const sock = a.stream.socket;
@@ -163,8 +163,16 @@ describe('transmit timing', () => {
     expect(sock.bytesWritten - before, 'later FPDUs of the turn wait for its end').toBe(108);
     await new Promise((r) => setImmediate(r));
     expect(sock.bytesWritten - before).toBe(3 * 108);
-    await atB.wait(3);
-    expect(atB.ulpdus).toEqual([pattern(100, 1), pattern(100, 2), pattern(100, 3)]);
+    // The last turn framed three: this turn's FPDUs all wait for its end.
+    a.stream.send([pattern(100, 4)]);
+    expect(sock.bytesWritten - before, 'after a turn of several FPDUs').toBe(3 * 108);
+    await new Promise((r) => setImmediate(r));
+    expect(sock.bytesWritten - before).toBe(4 * 108);
+    // The last turn framed one: at once again.
+    a.stream.send([pattern(100, 5)]);
+    expect(sock.bytesWritten - before, 'after a turn of one FPDU').toBe(5 * 108);
+    await atB.wait(5);
+    expect(atB.ulpdus).toEqual([1, 2, 3, 4, 5].map((k) => pattern(100, k)));
     await a.close();
   });
 });
