@@ -67,6 +67,17 @@ describe('progress on long runs', () => {
     expect(p.lines().at(-1)).toMatch(/: 100% \(800\.0 KiB of 800\.0 KiB, /); // 4 × 50 × 4096
   }, 60_000);
 
+  it('perf latency tests: every round trip counts, so the sweep reaches 100 %', async () => {
+    for (const test of ['send_lat', 'write_lat', 'read_lat'] as const) {
+      const p = plain();
+      const base = { port: '0', size: '4096', iters: '300', txDepth: '1', verify: true, transport: 'loopback' };
+      const r = await perfLoopback(test, base, () => {}, p);
+      expect(r[0]?.verified).toBe(true);
+      expectTenths(p.lines(), test);
+      expect(p.lines().at(-1), test).toMatch(/: 100% \(1\.2 MiB of 1\.2 MiB, /); // 300 × 4096
+    }
+  }, 60_000);
+
   it('sctp-experiment: the bulk Writes of every row', async () => {
     const p = plain();
     await runExperiment([1, 2], { size: 4096, iters: 20, pings: 5 }, () => {}, p);

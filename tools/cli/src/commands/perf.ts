@@ -41,7 +41,7 @@ import {
 } from '../perf/hello.js';
 import { connectQps, PERF_MAX_QPS, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
 import { isPerfWorker, PERF_MAX_WORKERS, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
-import { octets, type Progress, type ProgressSink, startProgress, tapCompletions } from '../progress.js';
+import { octets, type Progress, type ProgressSink, startProgress } from '../progress.js';
 import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
 
 export interface PerfOptions {
@@ -146,12 +146,6 @@ function stopSignal(): Promise<string> {
   });
 }
 
-/** The RDMAP operation whose completions measure a test's progress. */
-function progressOp(test: PerfTest): string {
-  if (test.startsWith('atomic')) return 'atomic';
-  return test.slice(0, test.indexOf('_'));
-}
-
 /**
  * A run's progress on `sink`: octets moved by the test's operations on all `streams` (`warmUp` unmeasured
  * ones per size included), or seconds under -D. `onMoved` is for the completions tap (absent under -D,
@@ -226,10 +220,9 @@ export async function perfClientStreams(
   extra: PerfClientOptions = {},
 ): Promise<PerfResult[]> {
   const n = conn.streams.length;
-  const viaStack = {
-    ...extra,
-    rdmapFactory: onMoved ? tapCompletions(tt.rdmapFactory, progressOp(p.test), onMoved) : tt.rdmapFactory,
-  };
+  // Progress from the engine's own accounting: a subscription to every RDMAP completion cost the client
+  // ≈15 % of its CPU in 64-octet Writes (docs/PERFORMANCE.md).
+  const viaStack = { ...extra, rdmapFactory: tt.rdmapFactory, ...(onMoved ? { onMoved } : {}) };
   if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), undefined, 0, viaStack);
   const per = await Promise.all(
     conn.streams.map((_, i) => perfClient(conn, tt.profileOf(conn), p, () => {}, undefined, i, viaStack)),

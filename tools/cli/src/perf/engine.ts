@@ -193,6 +193,12 @@ export interface PerfClientOptions {
    * measured ones (a warm JIT).
    */
   readonly warmUp?: number;
+  /**
+   * Hears the octets the client's operations moved (warm-up included), as the engine accounts for them:
+   * per signaled completion in bandwidth tests, per operation in latency tests (progress, without a
+   * subscription to every RDMAP completion).
+   */
+  readonly onMoved?: (octets: number) => void;
 }
 
 function maxSize(p: PerfParams): number {
@@ -431,7 +437,8 @@ async function clientRun(
     }
   };
   const results: PerfResult[] = [];
-  const sq = new SendQueueWindow(s);
+  const sq = new SendQueueWindow(s, options.onMoved);
+  const moved = options.onMoved;
   // send_bw flow control: the server posted this many receives and announces each batch it posts again.
   let credits = SEND_CREDIT_BATCH * 2;
   const until = (start: number, i: number) =>
@@ -521,6 +528,7 @@ async function clientRun(
           const done = s.each((r) => {
             const now = performance.now();
             if (i >= 0) samples.push(((now - ts) * 1000) / halve);
+            moved?.(size);
             i++;
             if (!(i < 0 || until(t0, i))) {
               s.repost(r.sge);
@@ -549,6 +557,7 @@ async function clientRun(
               await back;
             }
             if (i >= 0) samples.push(((performance.now() - ts) * 1000) / halve);
+            moved?.(atomic ? 8 : size);
           }
         }
         await line(options.finish);
@@ -606,7 +615,10 @@ class SendQueueWindow {
   private size = 0;
   peak = 0;
 
-  constructor(s: PerfSession) {
+  constructor(
+    s: PerfSession,
+    private readonly onMoved?: (octets: number) => void,
+  ) {
     this.sub = s.qp.sendCq.completions$.subscribe((wc) => {
       if (wc.status !== 'success') this.failure ??= wc.error ?? new Error(`a work request completed: ${wc.status}`);
       else this.account(this.batches.shift() ?? 1);
@@ -648,6 +660,7 @@ class SendQueueWindow {
 
   private account(n: number): void {
     this.completed += n;
+    this.onMoved?.(n * this.size);
     this.windowDone += n;
     if (this.windowDone >= this.window) {
       const now = performance.now();
