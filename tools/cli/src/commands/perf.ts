@@ -148,8 +148,8 @@ function stopSignal(): Promise<string> {
 
 /**
  * A run's progress on `sink`: octets moved by the test's operations on all `streams` (`warmUp` unmeasured
- * ones per size included), or seconds under -D. `onMoved` is for the completions tap (absent under -D,
- * where a timer moves the bar).
+ * ones per size included), or seconds under -D. `onMoved` hears the engine's accounting of the octets
+ * moved (absent under -D, where a timer moves the bar).
  */
 export function runProgress(
   p: PerfParams,
@@ -209,7 +209,7 @@ export function streamCount(o: PerfOptions, tt: ToolTransport): number {
 
 /**
  * Runs the client side on every stream of `conn` at once; one aggregate result per size. `onMoved`
- * hears the octets of each of the test's operations completed, on any stream (progress).
+ * hears the octets the test's operations moved, on any stream, as the engine accounts for them (progress).
  */
 export async function perfClientStreams(
   conn: LlpConnection,
