@@ -514,7 +514,9 @@ async function clientRun(
           },
         };
       } else {
-        const samples: number[] = [];
+        // Preallocated, as perftest allocates its timestamp arrays before the loop: no array grows (and is
+        // copied) inside a measured round trip.
+        const samples = new LatencySamples(p.durationS === undefined ? p.iters : 1 << 16);
         const warm = options.warmUp ?? 0;
         const halve = p.test === 'read_lat' || atomic ? 1 : 2;
         await line(options.start);
@@ -565,7 +567,7 @@ async function clientRun(
         result = {
           kind: 'lat',
           verified,
-          row: { bytes: size, iterations: samples.length, lat: summarizeLatency(samples) },
+          row: { bytes: size, iterations: samples.length, lat: summarizeLatency(samples.values()) },
         };
       }
       results.push(result);
@@ -596,6 +598,26 @@ export const CQ_MOD_SIZE_LIMIT = 8192;
 export function cqModFor(p: Pick<PerfParams, 'cqMod' | 'txDepth'>, size: number): number {
   const asked = p.cqMod ?? (size > CQ_MOD_SIZE_LIMIT ? 1 : DEFAULT_CQ_MOD);
   return Math.max(1, Math.min(asked, p.txDepth));
+}
+
+/** Latency samples in µs, in a buffer sized before the loop (doubled only under -D, whose count is unknown). */
+class LatencySamples {
+  private buf: Float64Array;
+  length = 0;
+  constructor(capacity: number) {
+    this.buf = new Float64Array(Math.max(1, capacity));
+  }
+  push(us: number): void {
+    if (this.length === this.buf.length) {
+      const grown = new Float64Array(this.buf.length * 2);
+      grown.set(this.buf);
+      this.buf = grown;
+    }
+    this.buf[this.length++] = us;
+  }
+  values(): number[] {
+    return Array.from(this.buf.subarray(0, this.length));
+  }
 }
 
 /**
