@@ -8,6 +8,7 @@
  */
 import { createRequire } from 'node:module';
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
+import { MARKER_INTERVAL, MARKER_LENGTH, writeMarker } from './markers.js';
 
 type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
@@ -97,10 +98,6 @@ export function crc32cRange(bytes: Uint8Array, start: number, end: number, crc: 
   return ~c >>> 0;
 }
 
-/** The Marker interval and length (RFC 5044 §4.3), as in markers.ts (which imports this file). */
-const MARKER_EVERY = 512;
-const MARKER_OCTETS = 4;
-
 /**
  * CRC32c of `bytes[start, end)` as MPA sends them with Markers (RFC 5044 §4.3, §4.4: the CRC covers the
  * Markers): a Marker (16 zero bits, FPDUPTR) goes in whenever `room` octets have passed, the first with
@@ -120,8 +117,8 @@ export function crc32cMarked(
   while (s < end) {
     if (room === 0) {
       c = crc32cU16(ptr & 0xffff, crc32cU16(0, c));
-      ptr += MARKER_OCTETS;
-      room = MARKER_EVERY - MARKER_OCTETS;
+      ptr += MARKER_LENGTH;
+      room = MARKER_INTERVAL - MARKER_LENGTH;
     }
     const n = Math.min(room, end - s);
     c = crc32cRange(bytes, s, s + n, c);
@@ -134,7 +131,7 @@ export function crc32cMarked(
 
 /** Markers `crc32cMarked` counts in `n` octets that start `room` octets before the next Marker position. */
 export function markersIn(n: number, room: number): number {
-  return n > room ? Math.ceil((n - room) / (MARKER_EVERY - MARKER_OCTETS)) : 0;
+  return n > room ? Math.ceil((n - room) / (MARKER_INTERVAL - MARKER_LENGTH)) : 0;
 }
 
 /**
@@ -153,21 +150,16 @@ export const copyMarked: CopyMarked = (dst, dstOff, src, start, end, crc, room, 
 export const copyMarkedJs: CopyMarked = (dst, dstOff, src, start, end, crc, room, ptr) => {
   const n = end - start;
   const k = markersIn(n, room);
-  const need = n + MARKER_OCTETS * k;
+  const need = n + MARKER_LENGTH * k;
   if (dstOff < 0 || dstOff + need > dst.byteLength) throw new RangeError('dst cannot hold the copy and its Markers');
   dst.set(start === 0 && end === src.byteLength ? src : src.subarray(start, end), dstOff);
-  const after = MARKER_EVERY - MARKER_OCTETS;
+  const after = MARKER_INTERVAL - MARKER_LENGTH;
   for (let j = k; j >= 1; j--) {
     // Piece j (the octets after Marker j) moves 4j octets on; Marker j goes in front of it.
     const from = room + after * (j - 1);
     const to = Math.min(n, from + after);
-    dst.copyWithin(dstOff + from + MARKER_OCTETS * j, dstOff + from, dstOff + to);
-    const at = dstOff + from + MARKER_OCTETS * (j - 1);
-    const fpduPtr = ptr + room + MARKER_EVERY * (j - 1);
-    dst[at] = 0;
-    dst[at + 1] = 0;
-    dst[at + 2] = (fpduPtr >>> 8) & 0xff;
-    dst[at + 3] = fpduPtr & 0xff;
+    dst.copyWithin(dstOff + from + MARKER_LENGTH * j, dstOff + from, dstOff + to);
+    writeMarker(dst, dstOff + from + MARKER_LENGTH * (j - 1), ptr + room + MARKER_INTERVAL * (j - 1));
   }
   return crc32cRange(dst, dstOff, dstOff + need, crc);
 };

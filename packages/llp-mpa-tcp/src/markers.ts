@@ -22,9 +22,9 @@ export const MULPDU_MIN = 128;
 export const MULPDU_MAX = 64768;
 
 /**
- * The Marker with FPDUPTR `ptr` (a multiple of 4 below 65536) as a read-only chunk shared by every
- * connection: one 64 KiB table holds every Marker value, so a sender splitting a large FPDU neither
- * frames nor allocates one per 512 octets. Undefined for a `ptr` the table cannot hold.
+ * The Marker with FPDUPTR `ptr` (a multiple of 4 below 65536) as a chunk shared by every connection and
+ * never written after it is built: one 64 KiB table holds every Marker value, so a sender splitting a large
+ * FPDU neither frames nor allocates one per 512 octets. Undefined for a `ptr` the table cannot hold.
  */
 export function markerChunk(ptr: number): Buffer | undefined {
   if ((ptr & 3) !== 0 || ptr < 0 || ptr > 0xfffc) return undefined;

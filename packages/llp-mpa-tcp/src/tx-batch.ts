@@ -81,7 +81,7 @@ export class TxBatch implements ChunkSink {
   }
 
   /**
-   * Gives the runs to `socket` in one corked write (one writev). `onWritten(err, k)` is called, in order,
+   * Gives the runs to `socket` in one corked write (one writev; one run: one write). `onWritten(err, k)` is called, in order,
    * as each run that ends `k > 0` FPDUs with a `done` is written; `onFlushed` once all of them are (or the
    * socket failed them).
    */
@@ -98,21 +98,9 @@ export class TxBatch implements ChunkSink {
     }
     this.n = 0;
     this.octets = 0;
-    if (n === 1) {
-      // One run: one write, without the cork and the socket's buffered-write queue around it.
-      const run = this.runs[0] as Uint8Array;
-      const k = this.ends[0] as number;
-      this.runs[0] = EMPTY;
-      if (onFlushed !== undefined)
-        socket.write(run, (err) => {
-          if (k > 0) onWritten(err, k);
-          onFlushed();
-        });
-      else if (k > 0) socket.write(run, (err) => onWritten(err, k));
-      else socket.write(run);
-      return;
-    }
-    socket.cork();
+    // One run goes out as a plain write, without the cork and the socket's buffered-write queue around it.
+    const corked = n > 1;
+    if (corked) socket.cork();
     for (let i = 0; i < n; i++) {
       const run = this.runs[i] as Uint8Array;
       const k = this.ends[i] as number;
@@ -125,7 +113,7 @@ export class TxBatch implements ChunkSink {
       else if (k > 0) socket.write(run, (err) => onWritten(err, k));
       else socket.write(run);
     }
-    socket.uncork();
+    if (corked) socket.uncork();
   }
 }
 

@@ -310,8 +310,9 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
       // The echo goes first; the check of what arrived and the repost follow it, off the round trip.
       let last: Sge | undefined;
       await s.each((r) => {
-        if (startsWithResult(r.sge, r.byteLength)) {
-          results = checkResult(received(r.sge, r.byteLength), p);
+        const octets = received(r.sge, r.byteLength);
+        if (isResult(octets)) {
+          results = checkResult(octets, p);
           return true;
         }
         s.qp.postSend({
@@ -319,7 +320,7 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
           sgList: [{ mr: r.sge.mr, offset: r.sge.offset ?? 0, length: r.byteLength }],
           signaled: false,
         });
-        if (!samplesMatch(received(r.sge, r.byteLength))) mismatches++;
+        if (!samplesMatch(octets)) mismatches++;
         if (last) s.repost(last);
         last = r.sge;
         return false;
@@ -532,15 +533,14 @@ async function clientRun(
             if (i >= 0) samples.push(((now - ts) * 1000) / halve);
             moved?.(size);
             i++;
-            if (!(i < 0 || until(t0, i))) {
-              s.repost(r.sge);
-              return true;
+            const more = i < 0 || until(t0, i);
+            if (more) {
+              ts = performance.now();
+              s.qp.postSend(ping);
             }
-            ts = performance.now();
-            s.qp.postSend(ping);
             // Posted again after the next ping: its echo is read in a later turn than this one.
             s.repost(r.sge);
-            return false;
+            return !more;
           });
           s.qp.postSend(ping);
           await done;
@@ -694,16 +694,6 @@ class SendQueueWindow {
 }
 
 const RESULT_PREFIX = new TextEncoder().encode('{"type":"result"');
-/** `isResult` of a received Send, read in its region without a view made for it. */
-function startsWithResult(sge: Sge, byteLength: number): boolean {
-  const n = RESULT_PREFIX.length;
-  if (byteLength < n) return false;
-  const b = sge.mr.buffer;
-  const off = sge.offset ?? 0;
-  for (let i = 0; i < n; i++) if (b[off + i] !== RESULT_PREFIX[i]) return false;
-  return true;
-}
-
 function isResult(octets: Uint8Array): boolean {
   return (
     octets.length >= RESULT_PREFIX.length &&
