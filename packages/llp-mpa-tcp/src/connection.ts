@@ -92,6 +92,7 @@ export class MpaTcpConnection implements LlpConnection {
       closeTimeoutMs: o.closeTimeoutMs,
       inlineThreshold: o.inlineThreshold,
       markerFraming: o.markerFraming,
+      directSend: o.directSend,
       keepAliveMs: o.keepAliveMs,
       idleTimeoutMs: o.idleTimeoutMs,
       fpduTimeoutMs: o.fpduTimeoutMs,

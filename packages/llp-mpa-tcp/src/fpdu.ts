@@ -40,6 +40,11 @@ export interface ChunkSink {
   push(chunk: Uint8Array): unknown;
   /** `bytes[start, start + length)` as a chunk, without a view made for it (the sink may merge ranges). */
   pushRange?(bytes: Uint8Array, start: number, length: number): unknown;
+  /**
+   * `part[start, start + length)` with the Markers that fall in it, placed by the sink (RFC 5044 §4.3): the
+   * first once `room` octets have passed, FPDUPTR counting from `ptr` at the first octet. Returns how many.
+   */
+  pushMarked?(part: Uint8Array, start: number, length: number, room: number, ptr: number): number;
 }
 
 /** Octets of the FPDU that carries a ULPDU of `length`, without Markers. */
@@ -322,11 +327,19 @@ export class FpduWriter {
     let since = 2;
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i] as Uint8Array;
+      const e = part.byteLength;
+      // One CRC pass over the part and the Markers that will split it (not one per piece).
+      if (crcOn) crc = crc32cMarked(part, 0, e, crc, this.room, since);
+      if (out.pushMarked !== undefined) {
+        // A sink that places the Markers itself (the direct queue): one range per part.
+        const k = out.pushMarked(part, 0, e, this.room, since);
+        since += e + MARKER_LENGTH * k;
+        total += e + MARKER_LENGTH * k;
+        this.room = this.room + AFTER_MARKER * k - e;
+        continue;
+      }
       // Pieces as Buffers: the socket takes them as they are (a Uint8Array it would wrap once more, per piece).
       const p = Buffer.isBuffer(part) ? part : Buffer.from(part.buffer, part.byteOffset, part.byteLength);
-      const e = p.byteLength;
-      // One CRC pass over the part and the Markers that will split it (not one per piece).
-      if (crcOn) crc = crc32cMarked(p, 0, e, crc, this.room, since);
       let s = 0;
       while (s < e) {
         if (this.room === 0) {

@@ -58,11 +58,19 @@ export interface MpaTcpOptions {
   readonly inlineThreshold?: number;
   /**
    * How this side sends FPDUs when the peer asked for Markers (RFC 5044 §4.3; no effect without them).
-   * `'gather'` (default): no payload octet is copied; a Marker every 512 octets splits the payload into
-   * two socket chunks per 512 octets. `'copy'`: each ULPDU is copied once into its FPDU next to its
-   * Markers and leaves as one chunk, which costs the socket far less (docs/PERFORMANCE.md, Markers).
+   * `'gather'` (default): no payload octet is copied; with `directSend` the Markers go in as the payload
+   * is sent (`@rddp/writev`), through Node's socket a Marker every 512 octets splits the payload into two
+   * chunks per 512 octets. `'copy'`: each ULPDU is copied once into its FPDU next to its Markers and
+   * leaves as one chunk (docs/PERFORMANCE.md, Markers).
    */
   readonly markerFraming?: MarkerFraming;
+  /**
+   * Send FPDUs straight to the socket's descriptor, gathered (one sendmsg per batch through the optional
+   * `@rddp/writev` binding), instead of one Node stream write per chunk. Default true where the binding is
+   * installed and the socket has a descriptor (POSIX); false, or `RDDP_MPA_DIRECT_SEND=0`: through Node's
+   * socket. Wire bytes are the same either way (docs/PERFORMANCE.md, "FPDUs straight to the descriptor").
+   */
+  readonly directSend?: boolean;
   /**
    * Established connections: TCP keepalive probes after this many ms without traffic, so a peer that
    * vanished is detected (the connection then ends with `ConnectionAbortedError`). Default 60 000; 0: off.
@@ -116,6 +124,7 @@ export interface ResolvedTransportOptions {
   readonly closeTimeoutMs: number;
   readonly inlineThreshold: number;
   readonly markerFraming: MarkerFraming;
+  readonly directSend: boolean;
   readonly keepAliveMs: number;
   readonly idleTimeoutMs: number;
   readonly fpduTimeoutMs: number;
@@ -188,6 +197,8 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     inlineThreshold: inlineThreshold(o.inlineThreshold),
     markerFraming: markerFraming(o.markerFraming),
+    directSend:
+      o.directSend === undefined ? process.env.RDDP_MPA_DIRECT_SEND !== '0' : flag('directSend', o.directSend),
     keepAliveMs: nonNegative('keepAliveMs', o.keepAliveMs, 60_000),
     idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, 0),
     fpduTimeoutMs: nonNegative('fpduTimeoutMs', o.fpduTimeoutMs, 30_000),

@@ -24,6 +24,7 @@ import { DEFAULT_HIGH_WATER_MARK, MARKERS_HIGH_WATER_MARK } from './options.js';
 import { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
 import type { SocketReceiver } from './socket-rx.js';
 import { TxBatch } from './tx-batch.js';
+import { DirectTx, socketFd, writeRanges } from './tx-direct.js';
 
 export interface MpaStreamInit {
   readonly socket: Socket;
@@ -42,6 +43,8 @@ export interface MpaStreamInit {
   readonly inlineThreshold?: number;
   /** FPDUs with Markers: gathered from the payload in place (default) or copied whole (`MarkerFraming`). */
   readonly markerFraming?: MarkerFraming;
+  /** Send straight to the socket's descriptor where `@rddp/writev` is installed (default true; `DirectTx`). */
+  readonly directSend?: boolean;
   /** TCP keepalive initial delay (ms); 0 or absent: off. */
   readonly keepAliveMs?: number;
   /** Reset after this long with no octet in either direction (ms); 0 or absent: off. */
@@ -94,6 +97,8 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly fixedMulpdu: number | undefined;
   /** FPDUs framed in this turn of the event loop, written together at its end (one writev). */
   private readonly batch = new TxBatch();
+  /** Instead of `batch`: the queue that sends straight to the socket's descriptor (`directSend`). */
+  private readonly direct: DirectTx | undefined;
   /** `done` callbacks of FPDUs framed, in order: the socket calls write callbacks in order. */
   private readonly written = new Fifo<SendCallback>();
   private flushScheduled = false;
@@ -162,6 +167,13 @@ export class MpaTcpStream extends BaseLlpStream {
       (error) => this.onFramingError(error),
     );
     const s = this.socket;
+    const fd = init.directSend !== false && writeRanges !== undefined ? socketFd(s) : -1;
+    this.direct =
+      fd >= 0 && writeRanges !== undefined
+        ? new DirectTx(s, fd, writeRanges, this.onWritten, () => {
+            if (this.queuedOctets < this.hwm) this.drained();
+          })
+        : undefined;
     this.rx = init.rx;
     // The arena is read into again once the reader no longer holds a view of it (a partial FPDU).
     this.rx.held = () => this.reader.firstHeld;
@@ -298,7 +310,7 @@ export class MpaTcpStream extends BaseLlpStream {
     if (!this.txOpen) {
       this.heldSends.push({ parts, length, done });
       this.heldOctets += length;
-      return this.heldOctets + this.socket.writableLength < this.hwm;
+      return this.heldOctets + this.queuedOctets < this.hwm;
     }
     return this.writeFpdu(parts, length, done);
   }
@@ -307,21 +319,39 @@ export class MpaTcpStream extends BaseLlpStream {
     this.flushScheduled = false;
     this.lastTurnFpdus = this.turnFpdus;
     this.turnFpdus = 0;
-    if (!this.batch.empty) this.flushNow();
+    if (!(this.direct ?? this.batch).empty) this.flushNow();
     // A sender told to wait for the batch (or for an FPDU written at once) hears now when the socket took it
     // all ('drain' will not fire).
-    if (!this.socket.writableNeedDrain && this.socket.writableLength < this.hwm) this.drained();
+    if (!this.socket.writableNeedDrain && this.queuedOctets < this.hwm) this.drained();
   };
+
+  /** Octets framed and not yet taken by the kernel: Node's socket buffer and the direct queue's backlog. */
+  get queuedOctets(): number {
+    return this.socket.writableLength + (this.direct?.octets ?? 0);
+  }
+
+  /** Octets written to the socket so far (Node's count and the direct sends'). */
+  get bytesWritten(): number {
+    return this.socket.bytesWritten + (this.direct?.sent ?? 0);
+  }
+
+  /** Whether FPDUs go straight to the socket's descriptor (`directSend` with `@rddp/writev` installed). */
+  get sendsDirect(): boolean {
+    return this.direct !== undefined;
+  }
 
   /** Seals the batch and gives it to the socket. */
   private flushNow(): void {
     this.writer.seal();
+    // Copy slabs are reused once the socket has written the batches framed into them.
+    let flushed: (() => void) | undefined;
     if (this.copyFraming) {
-      // Copy slabs are reused once the socket has written the batches framed into them.
       const w = this.writer;
       const n = w.batch++;
-      this.batch.flush(this.socket, this.onWritten, () => w.written(n));
-    } else this.batch.flush(this.socket, this.onWritten);
+      flushed = () => w.written(n);
+    }
+    if (this.direct !== undefined) this.direct.flush(flushed);
+    else this.batch.flush(this.socket, this.onWritten, flushed);
   }
 
   /**
@@ -329,7 +359,7 @@ export class MpaTcpStream extends BaseLlpStream {
    * FPDU at once when the socket is idle and the last turn framed only one).
    */
   private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
-    const batch = this.batch;
+    const batch = this.direct ?? this.batch;
     this.writer.frame(parts, length, batch);
     if (done) {
       this.written.push(done);
@@ -365,7 +395,7 @@ export class MpaTcpStream extends BaseLlpStream {
     this.heldSends = [];
     this.heldOctets = 0;
     for (const h of held) this.writeFpdu(h.parts, h.length, h.done);
-    if (this.socket.writableLength < this.hwm) this.drained();
+    if (this.queuedOctets < this.hwm) this.drained();
   }
 
   /** RFC 5044 §7.1.2: what the Responder held can never go out now; each `done` learns it was not sent. */
@@ -479,7 +509,7 @@ export class MpaTcpStream extends BaseLlpStream {
     const s = this.socket;
     if (s.destroyed) return;
     // FPDUs framed in this turn never reach the socket: their `done`s learn it now.
-    const unsent = this.batch.discard();
+    const unsent = (this.direct ?? this.batch).discard();
     if (unsent > 0) this.onWritten(new StreamClosedError('the connection was dropped'), unsent);
     if (reset && (!s.writableEnded || (s.writableFinished && !this.finSeen))) s.resetAndDestroy();
     else s.destroy();
@@ -522,11 +552,22 @@ export class MpaTcpStream extends BaseLlpStream {
     this.failHeld(new StreamClosedError('the ULP closed the connection'));
     this.armCloseTimer();
     // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN (once: the peer's FIN may have been answered).
-    if (!this.socket.writableEnded) {
+    if (!this.finQueued) {
       this.flushBatch();
-      this.socket.end();
+      this.endSocket();
     }
     this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'local' });
+  }
+
+  /** Our FIN is sent or waits behind the direct queue. */
+  private get finQueued(): boolean {
+    return this.socket.writableEnded || this.direct?.endPending === true;
+  }
+
+  /** FIN after everything queued (RFC 5044 §7.2). */
+  private endSocket(): void {
+    if (this.direct !== undefined) this.direct.end();
+    else this.socket.end();
   }
 
   protected startAbort(reason?: LlpError): void {
@@ -559,10 +600,10 @@ export class MpaTcpStream extends BaseLlpStream {
       if (this.graceTimer) clearTimeout(this.graceTimer);
       this.graceTimer = undefined;
       this.failHeld(new StreamClosedError('the peer closed the connection (FIN)'));
-      if (!this.ended && !this.socket.writableEnded) {
+      if (!this.ended && !this.finQueued) {
         this.armCloseTimer();
         this.flushBatch();
-        this.socket.end();
+        this.endSocket();
       }
     }
     this.maybeClosed();

@@ -140,6 +140,20 @@ describe.runIf(available)(`wire checks with ${TSHARK}`, () => {
     });
   });
 
+  it("RFC 5044 §4.3: Markers towards the responder through Node's socket (directSend false: gathered views, not sendmsg ranges; paced)", async () => {
+    await exchange({
+      connect: { revision: 1 },
+      listen: { markers: true },
+      paced: true,
+      onlyDirection: 'to-responder',
+      transport: { directSend: false },
+    });
+  });
+
+  it("RFC 5044 §4: Rev 1 with CRC through Node's socket (directSend false), bursts both ways: all decoded, all Good CRC32", async () => {
+    await exchange({ connect: { revision: 1 }, transport: { directSend: false } });
+  });
+
   it('RFC 5044 §4.3: Markers both ways with CRC (paced)', async () => {
     await exchange({ connect: { revision: 1, markers: true }, listen: { markers: true }, paced: true });
   });

@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "writev",
+      "sources": ["src/writev.c"],
+      "cflags": ["-O2"]
+    }
+  ]
+}

@@ -1,0 +1,21 @@
+/** Numbers per range in `writeRanges`' `ranges`: buffer index, byte offset, length, Markers, wire length. */
+export declare const RANGE_FIELDS: 5;
+/**
+ * Sends ranges `first` .. `first + count - 1` to the socket descriptor `fd` in order, gathered (sendmsg,
+ * non-blocking). Each range is `RANGE_FIELDS` numbers in `ranges`: index into `buffers`, byte offset
+ * (from the start of the ArrayBuffer, or of the Uint8Array's view), length, Markers, wire length.
+ * Markers -1: the range goes as it is (wire length = length). Otherwise `room * 65536 + ptr`: a 4-octet MPA
+ * Marker (16 zero bits, then FPDUPTR; RFC 5044 §4.2, §4.3) goes in whenever `room` (0..508) octets of the
+ * range have passed, the first with FPDUPTR `ptr`, each next one 512 octets further; wire length = length
+ * + 4 per Marker. The first range is sent from `skip` wire octets in. Returns the octets the socket took
+ * (0 when it would block now), or `-errno` on a socket error with nothing sent. Throws a TypeError or
+ * RangeError, sending nothing, when an argument is malformed or a range lies outside its buffer.
+ */
+export declare function writeRanges(
+  fd: number,
+  buffers: readonly (ArrayBufferLike | Uint8Array)[],
+  ranges: Float64Array,
+  first: number,
+  count: number,
+  skip: number,
+): number;
