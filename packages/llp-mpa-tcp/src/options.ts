@@ -7,7 +7,10 @@ import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
 
 /** `highWaterMark`'s default: octets queued for the socket (views of the ULP's buffers, FPDU headers). */
 export const DEFAULT_HIGH_WATER_MARK = 4 << 20;
-/** `highWaterMark`'s default on a stream that sends Markers gathered (RFC 5044 §5): its FPDUs are many small chunks. */
+/**
+ * `highWaterMark`'s default on a stream that sends Markers gathered through Node's socket (RFC 5044 §4.3; no
+ * `@rddp/writev`, or `directSend: false`): its FPDUs are many small chunks.
+ */
 export const MARKERS_HIGH_WATER_MARK = 1 << 20;
 
 /** Most a 16-bit ULPDU_Length can say (RFC 5044 §4.1): the ceiling of `maxUlpduLength`. */
@@ -43,8 +46,8 @@ export interface MpaTcpOptions {
   readonly mulpdu?: number;
   /**
    * Octets queued for the socket above which `send` returns false. Default 4 MiB (with 1 MiB the socket
-   * ran dry between 'drain' and the next batch), 1 MiB on a stream that sends Markers (two socket chunks
-   * per 512 octets: a deeper queue only lengthens each writev). docs/PERFORMANCE.md.
+   * ran dry between 'drain' and the next batch), 1 MiB on a stream that sends Markers through Node's socket
+   * (two socket chunks per 512 octets: a deeper queue only lengthens each writev). docs/PERFORMANCE.md.
    */
   readonly highWaterMark?: number;
   /** Startup timer: TCP connect + MPA Request/Reply (+ RTR) must finish within it (default 10 000 ms). */

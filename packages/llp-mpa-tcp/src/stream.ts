@@ -140,8 +140,10 @@ export class MpaTcpStream extends BaseLlpStream {
     this.role = init.role;
     this.negotiated = n;
     this.copyFraming = n.markersTx && init.markerFraming === 'copy';
-    // Gathered Markers make ~256 socket chunks per FPDU: those streams keep the smaller mark.
-    const gathered = n.markersTx && !this.copyFraming;
+    const fd = init.directSend !== false && writeRanges !== undefined ? socketFd(init.socket) : -1;
+    // Gathered Markers through Node's socket make ~256 chunks per FPDU: those streams keep the smaller mark
+    // (sent directly, an FPDU with Markers is a few ranges).
+    const gathered = n.markersTx && !this.copyFraming && fd < 0;
     const hwm = init.highWaterMark ?? (gathered ? MARKERS_HIGH_WATER_MARK : DEFAULT_HIGH_WATER_MARK);
     this.hwm = Math.max(hwm, init.socket.writableHighWaterMark);
     this.closeTimeoutMs = init.closeTimeoutMs;
@@ -167,7 +169,6 @@ export class MpaTcpStream extends BaseLlpStream {
       (error) => this.onFramingError(error),
     );
     const s = this.socket;
-    const fd = init.directSend !== false && writeRanges !== undefined ? socketFd(s) : -1;
     this.direct =
       fd >= 0 && writeRanges !== undefined
         ? new DirectTx(s, fd, writeRanges, this.onWritten, () => {

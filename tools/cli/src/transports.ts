@@ -17,6 +17,8 @@ export interface TransportFlags {
   markers?: boolean;
   /** `--marker-framing gather|copy`: how this end sends FPDUs when its peer asked for Markers. */
   markerFraming?: string;
+  /** `--send-path direct|socket`: FPDUs straight to the socket's descriptor (`@rddp/writev`) or through Node's socket. */
+  sendPath?: string;
   p2p?: string;
   ird?: number;
   ord?: number;
@@ -83,6 +85,8 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
   };
   if (f.markerFraming !== undefined && f.markerFraming !== 'gather' && f.markerFraming !== 'copy')
     throw new UsageError(`--marker-framing must be gather or copy (got ${f.markerFraming})`);
+  if (f.sendPath !== undefined && f.sendPath !== 'direct' && f.sendPath !== 'socket')
+    throw new UsageError(`--send-path must be direct or socket (got ${f.sendPath})`);
   const maxUlpdu = f.maxUlpdu === undefined ? undefined : Number(f.maxUlpdu);
   if (maxUlpdu !== undefined && (!Number.isInteger(maxUlpdu) || maxUlpdu < 64768 || maxUlpdu > 65535))
     throw new UsageError(`--max-ulpdu must be an integer 64768..65535 (got ${f.maxUlpdu})`);
@@ -93,6 +97,7 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
       ...(maxUlpdu !== undefined ? { maxUlpduLength: maxUlpdu } : {}),
       ...(f.tolerateEarlyFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
       ...(f.markerFraming !== undefined ? { markerFraming: f.markerFraming as MarkerFraming } : {}),
+      ...(f.sendPath !== undefined ? { directSend: f.sendPath === 'direct' } : {}),
     }),
     options: {
       connectParams: params,
@@ -109,11 +114,12 @@ function tcpOnly(f: TransportFlags): void {
     f.p2p !== undefined ||
     f.markers ||
     f.markerFraming !== undefined ||
+    f.sendPath !== undefined ||
     f.maxUlpdu !== undefined ||
     f.tolerateEarlyFpdu
   )
     throw new UsageError(
-      '--mpa-rev, --p2p, --markers, --marker-framing, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
+      '--mpa-rev, --p2p, --markers, --marker-framing, --send-path, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
     );
 }
 

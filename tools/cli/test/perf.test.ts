@@ -85,6 +85,22 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     expect(() => toolTransport({ transport: 'sctp', markerFraming: 'copy' })).toThrow(/--transport tcp only/);
   }, 60_000);
 
+  it('--send-path direct|socket: Writes with and without Markers arrive verified either way; a bad value is a usage error', async () => {
+    for (const sendPath of ['direct', 'socket'])
+      for (const markers of [false, true]) {
+        const r = await perfLoopback(
+          'write_bw',
+          { ...base, transport: 'tcp', markers, sendPath, size: '65536', iters: '200' },
+          () => {},
+        );
+        expect(r[0]?.verified, `${sendPath} markers ${markers}`).toBe(true);
+      }
+    expect(() => toolTransport({ transport: 'tcp', sendPath: 'kernel' })).toThrow(
+      /--send-path must be direct or socket/,
+    );
+    expect(() => toolTransport({ transport: 'sctp', sendPath: 'socket' })).toThrow(/--transport tcp only/);
+  }, 60_000);
+
   it('bad flags are typed usage errors', () => {
     expect(() => perfParams('write_bandwidth', { ...base, transport: 'tcp' })).toThrow(/unknown test/);
     expect(() => perfParams('write_bw', { ...base, transport: 'tcp', size: '0' })).toThrow(/-s must be/);

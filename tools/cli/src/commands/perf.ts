@@ -56,6 +56,8 @@ export interface PerfOptions {
   markers?: boolean;
   /** `--marker-framing gather|copy`: how this end sends FPDUs when the peer asked for Markers. */
   markerFraming?: string;
+  /** `--send-path direct|socket`: how this end hands FPDUs to TCP. */
+  sendPath?: string;
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
@@ -414,6 +416,10 @@ export function registerPerf(program: Command): void {
     .option(
       '--marker-framing <how>',
       'when the peer asked for Markers: gather (payload never copied, the default) or copy (one chunk per FPDU)',
+    )
+    .option(
+      '--send-path <how>',
+      "direct (sendmsg straight to the socket's descriptor where @rddp/writev is built, the default) or socket (Node's socket writes)",
     )
     .addOption(maxUlpduOption())
     .addOption(tolerateEarlyFpduOption())
