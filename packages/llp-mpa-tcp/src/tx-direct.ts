@@ -59,8 +59,10 @@ export class DirectTx implements ChunkSink {
   /** FPDUs sent whose `done` is not yet called (called once per turn, never from inside a flush). */
   private doneDue = 0;
   private doneScheduled = false;
-  /** A range handed to Node's socket is in flight: its callback restarts direct sends. */
+  /** A piece handed to Node's socket is in flight: its callback restarts direct sends. */
   private waiting = false;
+  /** While `waiting`: the range index FPDUs must end at or before to be written with that piece. */
+  private probeEnd = 0;
   private ending = false;
   private dead = false;
   /** Octets queued and not yet sent (or handed to the socket). */
@@ -261,12 +263,12 @@ export class DirectTx implements ChunkSink {
       this.head++;
       this.skip = 0;
     }
-    const upTo = this.head;
+    this.probeEnd = this.head;
     this.waiting = true;
     this.socket.write(chunk, (err) => {
       this.waiting = false;
       if (err || this.dead) return; // the socket's 'error' / close ends the stream, discard() settles the rest
-      this.settle(upTo);
+      this.settle(this.probeEnd);
       this.pump();
       this.onProgress();
     });
@@ -340,6 +342,7 @@ export class DirectTx implements ChunkSink {
     this.ends = this.ends.slice(this.endHead).map((e) => e - h);
     this.endHead = 0;
     this.flushedAt = this.flushedAt.map((e) => e - h);
+    this.probeEnd -= h;
   }
 
   /** The descriptor failed (`errno` < 0: the peer reset, ...): the socket is destroyed with that error, as Node would. */

@@ -30,6 +30,8 @@ interface Rig {
   /** `done` outcomes in the order they were settled: true written, else the error. */
   readonly settled: (true | Error)[];
   progress: number;
+  /** Called as each batch of `done`s is settled. */
+  onSettle?: () => void;
   /** The peer's octets once it has seen our FIN. */
   readonly all: Promise<Buffer>;
 }
@@ -61,6 +63,7 @@ async function rig(): Promise<Rig> {
       writeRanges as NonNullable<typeof writeRanges>,
       (err, k) => {
         for (let i = 0; i < k; i++) settled.push(err ?? true);
+        r.onSettle?.();
       },
       () => r.progress++,
     ),
@@ -202,6 +205,56 @@ describe.skipIf(!writeRanges && !required)('DirectTx: straight to the descriptor
     expect(r.progress, 'the stream heard of the backlog shrinking').toBeGreaterThan(0);
     expect(r.tx.sent + (r.socket.bytesWritten as number)).toBe(got.length);
   });
+
+  it('a long backlog of many ranges (compacted while a piece is with Node’s socket): every octet in order, every done once', async () => {
+    const r = await rig();
+    r.peer.pause();
+    const w = new FpduWriter({ crc: true, markers: true, deferCrc: true, inline: 0 });
+    const ref = new FpduWriter({ crc: true, markers: true, inline: 0 });
+    const expected: Uint8Array[] = [];
+    const n = 12_000; // ≈ 3 ranges each: far past the queue's compaction point, while the peer stalls
+    const payload = pattern(3000, 5);
+    const ends: number[] = []; // where each FPDU ends in the stream
+    /** No `done` before the kernel has every octet of its FPDU: `done`s settled beyond the complete FPDUs. */
+    const early: number[] = [];
+    const noneEarly = () => {
+      const written = r.tx.sent + r.socket.bytesWritten - r.socket.writableLength;
+      const complete = ends.filter((e) => e <= written).length;
+      if (r.settled.length > complete) early.push(r.settled.length - complete);
+    };
+    r.onSettle = noneEarly;
+    for (let i = 0; i < n; i++) {
+      const u = payload.subarray(i % 7, 2900 + (i % 97));
+      w.frame([u], u.byteLength, r.tx);
+      r.tx.endFpdu();
+      ends.push((ends.at(-1) ?? 0) + ref.frame([u], u.byteLength, expected));
+      if (i % 64 === 63) {
+        w.seal();
+        r.tx.flush();
+        if (i % 2048 === 2047) {
+          await new Promise((res) => setTimeout(res, 5));
+          noneEarly();
+        }
+      }
+    }
+    w.seal();
+    r.tx.flush();
+    await new Promise((res) => setTimeout(res, 20));
+    noneEarly();
+    // A slow reader: the kernel keeps taking part, the queue keeps handing pieces over.
+    r.peer.on('data', () => {
+      r.peer.pause();
+      setTimeout(() => r.peer.resume(), 1);
+    });
+    setTimeout(() => r.peer.resume(), 10);
+    r.tx.end();
+    const got = await r.all;
+    expect(Buffer.compare(got, Buffer.concat(expected))).toBe(0);
+    await new Promise((res) => setImmediate(res));
+    expect(r.settled).toHaveLength(n);
+    expect(early, 'dones settled before their FPDU was written').toEqual([]);
+    expect(r.tx.octets).toBe(0);
+  }, 30_000);
 
   it('dropped with a backlog: what was sent settles as sent, the rest is reported unsent, nothing twice', async () => {
     const r = await rig();
