@@ -47,6 +47,8 @@ export class DirectTx implements ChunkSink {
   private skip = 0;
   /** The distinct ArrayBuffers the queued ranges name; reset whenever the queue empties or compacts. */
   private bufs: ArrayBufferLike[] = [];
+  /** `bufs` as the binding takes them: a SharedArrayBuffer as a Uint8Array over all of it (N-API has no SAB accessor). */
+  private given: (ArrayBufferLike | Uint8Array)[] = [];
   /** Indexes in `bufs` of the last two buffers ranges were queued from (0 while `bufs` is empty). */
   private lastBuf = 0;
   private prevBuf = 0;
@@ -153,6 +155,7 @@ export class DirectTx implements ChunkSink {
     const b = bufs.lastIndexOf(buf);
     if (b >= 0) return b;
     bufs.push(buf);
+    this.given.push(buf instanceof ArrayBuffer ? buf : new Uint8Array(buf));
     return bufs.length - 1;
   }
 
@@ -198,7 +201,7 @@ export class DirectTx implements ChunkSink {
       const target = this.head + count;
       let w: number;
       try {
-        w = this.writeRanges(this.fd, this.bufs, this.ranges, this.head, count, this.skip);
+        w = this.writeRanges(this.fd, this.given, this.ranges, this.head, count, this.skip);
       } catch (e) {
         // A range the binding refused (a buffer detached since it was queued): nothing was sent.
         s.destroy(e as Error);
@@ -308,6 +311,7 @@ export class DirectTx implements ChunkSink {
     this.head = 0;
     this.skip = 0;
     this.bufs = [];
+    this.given = [];
     this.lastBuf = 0;
     this.prevBuf = 0;
     this.ends = [];
@@ -321,6 +325,7 @@ export class DirectTx implements ChunkSink {
     const h = this.head;
     const live = this.n - h;
     const bufs: ArrayBufferLike[] = [];
+    const given: (ArrayBufferLike | Uint8Array)[] = [];
     const map = new Map<number, number>();
     for (let i = 0; i < live; i++) {
       const from = F * (h + i);
@@ -329,12 +334,14 @@ export class DirectTx implements ChunkSink {
       if (b === undefined) {
         b = bufs.length;
         bufs.push(this.bufs[old] as ArrayBufferLike);
+        given.push(this.given[old] as ArrayBufferLike | Uint8Array);
         map.set(old, b);
       }
       r[F * i] = b;
       r.copyWithin(F * i + 1, from + 1, from + F);
     }
     this.bufs = bufs;
+    this.given = given;
     this.lastBuf = 0;
     this.prevBuf = 0;
     this.n = live;

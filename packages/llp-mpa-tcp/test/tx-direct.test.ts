@@ -256,6 +256,31 @@ describe.skipIf(!writeRanges && !required)('DirectTx: straight to the descriptor
     expect(r.tx.octets).toBe(0);
   }, 30_000);
 
+  it('payload in a SharedArrayBuffer (memory shared with workers) goes as any other, Markers and all', async () => {
+    const r = await rig();
+    const shared = new Uint8Array(new SharedArrayBuffer(70_000));
+    shared.set(pattern(70_000, 9));
+    const w = new FpduWriter({ crc: true, markers: true, deferCrc: true });
+    const ref = new FpduWriter({ crc: true, markers: true });
+    const expected: Uint8Array[] = [];
+    for (const [a, b] of [
+      [0, 60_000],
+      [100, 30_100],
+      [5, 9],
+    ] as const) {
+      const u = shared.subarray(a, b);
+      w.frame([u], u.byteLength, r.tx);
+      r.tx.endFpdu();
+      ref.frame([u], u.byteLength, expected);
+    }
+    w.seal();
+    r.tx.flush();
+    r.tx.end();
+    expect(Buffer.compare(await r.all, Buffer.concat(expected))).toBe(0);
+    await new Promise((res) => setImmediate(res));
+    expect(r.settled).toEqual([true, true, true]);
+  });
+
   it('dropped with a backlog: what was sent settles as sent, the rest is reported unsent, nothing twice', async () => {
     const r = await rig();
     r.peer.pause();
