@@ -17,15 +17,8 @@ import { markersIn } from './crc.js';
 import type { ChunkSink } from './fpdu.js';
 import { MARKER_INTERVAL, MARKER_LENGTH, writeMarker } from './markers.js';
 
-/** `@rddp/writev`'s entry point. */
-export type WriteRanges = (
-  fd: number,
-  buffers: readonly (ArrayBufferLike | Uint8Array)[],
-  ranges: Float64Array,
-  first: number,
-  count: number,
-  skip: number,
-) => number;
+/** `@rddp/writev`'s entry point (a type only: the binding is loaded below, where it is built). */
+export type WriteRanges = typeof import('@rddp/writev').writeRanges;
 
 /** Numbers per queued range: buffer index, offset, length, Markers (-1: none), octets on the wire. */
 const F = 5;

@@ -3,24 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { copyMarked, copyMarkedJs, crc32cMarked, crcFrames, markersIn, readCrc } from '../src/crc.js';
 import { crc32cBackend, crc32cRange } from '../src/index.js';
-
-/** The octets MPA puts on the wire for `data` when a Marker is due after `room` octets (RFC 5044 §4.3). */
-function marked(data: Uint8Array, room: number, ptr: number): Uint8Array {
-  const wire: number[] = [];
-  let r = room;
-  let p = ptr;
-  for (const x of data) {
-    if (r === 0) {
-      wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
-      p += 4;
-      r = 508;
-    }
-    wire.push(x);
-    r--;
-    p++;
-  }
-  return Uint8Array.from(wire);
-}
+import { marked } from './helpers.js';
 
 describe(`RFC 5044 §4.4 CRC32c (long runs via ${crc32cBackend})`, () => {
   it('RFC 3720 B.4 check value: CRC32c("123456789") = 0xE3069283', () => {

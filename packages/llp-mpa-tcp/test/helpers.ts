@@ -38,3 +38,21 @@ export function pattern(length: number, seed: number): Uint8Array {
   }
   return b;
 }
+
+/** The octets MPA puts on the wire for `data` when a Marker is due after `room` octets (RFC 5044 §4.3). */
+export function marked(data: Uint8Array, room: number, ptr: number): Uint8Array {
+  const wire: number[] = [];
+  let r = room;
+  let p = ptr;
+  for (const x of data) {
+    if (r === 0) {
+      wire.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
+      p += 4;
+      r = 508;
+    }
+    wire.push(x);
+    r--;
+    p++;
+  }
+  return Uint8Array.from(wire);
+}

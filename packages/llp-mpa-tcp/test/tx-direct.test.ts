@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FpduWriter } from '../src/fpdu.js';
 import { DirectTx, markedPiece, socketFd, writeRanges } from '../src/tx-direct.js';
-import { pattern } from './helpers.js';
+import { marked, pattern } from './helpers.js';
 
 const required = process.env.RDDP_REQUIRE_WRITEV === '1';
 if (!writeRanges && !required) console.warn('@rddp/writev not built here: the direct queue is not tested');
@@ -79,24 +79,6 @@ const ulpdus = fc.array(
   }),
   { minLength: 1, maxLength: 40 },
 );
-
-/** Reference: `payload` with a Marker whenever `room` octets have passed, FPDUPTR counting from `ptr` (§4.3). */
-function marked(payload: Uint8Array, room: number, ptr: number): Uint8Array {
-  const out: number[] = [];
-  let r = room;
-  let p = ptr;
-  for (const x of payload) {
-    if (r === 0) {
-      out.push(0, 0, (p >>> 8) & 0xff, p & 0xff);
-      p += 4;
-      r = 508;
-    }
-    out.push(x);
-    r--;
-    p++;
-  }
-  return Uint8Array.from(out);
-}
 
 describe('markedPiece: what goes to Node’s socket when the kernel stops inside a range with Markers', () => {
   it('RFC 5044 §4.3: piece after piece from any octet, the range’s wire octets (payload pieces as views, Markers framed)', () => {

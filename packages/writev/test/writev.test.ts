@@ -9,14 +9,7 @@ import net from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 
-type WriteRanges = (
-  fd: number,
-  buffers: readonly (ArrayBufferLike | Uint8Array)[],
-  ranges: Float64Array,
-  first: number,
-  count: number,
-  skip: number,
-) => number;
+type WriteRanges = typeof import('../index.cjs').writeRanges;
 const binding: { writeRanges: WriteRanges; RANGE_FIELDS: number } | undefined = (() => {
   try {
     return createRequire(import.meta.url)('../index.cjs');
