@@ -6,7 +6,8 @@ export declare const RANGE_FIELDS: 5;
  * (from the start of the ArrayBuffer, or of the Uint8Array's view), length, Markers, wire length.
  * Markers -1: the range goes as it is (wire length = length). Otherwise `room * 65536 + ptr`: a 4-octet MPA
  * Marker (16 zero bits, then FPDUPTR; RFC 5044 §4.2, §4.3) goes in whenever `room` (0..508) octets of the
- * range have passed, the first with FPDUPTR `ptr`, each next one 512 octets further; wire length = length
+ * range have passed, then every 508, its FPDUPTR `ptr` plus the range's wire octets before it (the first
+ * `ptr + room`, each next one 512 further); wire length = length
  * + 4 per Marker. The first range is sent from `skip` wire octets in. Returns the octets the socket took
  * (0 when it would block now), or `-errno` on a socket error with nothing sent. Throws a TypeError or
  * RangeError, sending nothing, when an argument is malformed or a range lies outside its buffer.

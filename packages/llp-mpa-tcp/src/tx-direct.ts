@@ -1,10 +1,11 @@
 /**
  * The transmit queue of a stream that sends straight to its socket's descriptor (`@rddp/writev`, a gathered
- * non-blocking sendmsg): FPDUs are queued as byte ranges — (buffer, offset, length) in a Float64Array, no
- * view made per range — and each flush sends as many as the kernel takes in one native call. A 64 KiB FPDU
- * with Markers is ≈257 ranges (RFC 5044 §4.3); through Node's stream API each would be a write of its own.
+ * non-blocking sendmsg): FPDUs are queued as byte ranges — numbers in a Float64Array, no view made per
+ * range — and each flush sends as many as the kernel takes in one native call. A payload part with Markers
+ * is one range whose Markers the binding writes (RFC 5044 §4.3); through Node's stream API a 64 KiB FPDU
+ * with Markers is ≈257 writes.
  *
- * Order on the wire stays the queue's: when the kernel takes only part, the range at the head goes to Node's
+ * Order on the wire stays the queue's: when the kernel takes only part, the piece at the head goes to Node's
  * socket (`socket.write`, which waits for the socket to be writable), and the queue waits for that write's
  * callback before it sends directly again. Everything else written to the socket (the MPA handshake before
  * the stream, the FIN after it) is ordered the same way: the queue sends directly only while Node's socket
@@ -31,7 +32,8 @@ const CALL_MAX = 4096;
 export class DirectTx implements ChunkSink {
   /**
    * Ranges [head, n) still to send, `F` numbers each: buffer index, offset in the ArrayBuffer, length,
-   * Markers (-1, or room * 65536 + FPDUPTR of the first: the binding puts them in, RFC 5044 §4.3), wire octets.
+   * Markers (-1, or room * 65536 + the FPDUPTR a Marker at the range's first octet would carry: the binding
+   * puts them in, RFC 5044 §4.3), wire octets.
    */
   private ranges = new Float64Array(F * 1024);
   private n = 0;
@@ -111,7 +113,8 @@ export class DirectTx implements ChunkSink {
 
   /**
    * `length` octets of payload from `part[start]` with the Markers that fall in them: the first once `room`
-   * octets have passed, with FPDUPTR `ptr` (RFC 5044 §4.3). The binding writes the Markers; returns how many.
+   * octets have passed, FPDUPTR counting from `ptr` at the first octet (RFC 5044 §4.3). The binding writes
+   * the Markers; returns how many.
    */
   pushMarked(part: Uint8Array, start: number, length: number, room: number, ptr: number): number {
     if (length === 0) return 0;

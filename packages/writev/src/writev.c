@@ -8,8 +8,9 @@
  * `ranges` a Float64Array of records of RANGE_FIELDS numbers: buffer index, byte offset (from the start of
  * the ArrayBuffer, or of the Uint8Array's view), length, Markers, wire length. Markers -1: the range goes
  * as it is. Otherwise room * 65536 + ptr: a 4-octet Marker (16 zero bits, FPDUPTR) goes in whenever
- * `room` octets of the range have passed, the first one with FPDUPTR `ptr`, each next one 512 octets
- * further (the placement calculateMarked/copyMarked of @rddp/crc32c-isal use); the wire length is then
+ * `room` octets of the range have passed, then every 508, its FPDUPTR `ptr` plus the wire octets of the
+ * range before it (the first ptr + room, each next one 512 further: the placement calculateMarked and
+ * copyMarked of @rddp/crc32c-isal use); the wire length is then
  * length + 4 per Marker. Ranges first .. first + count - 1 are sent in order, the first from `skip` wire
  * octets in. Every range is checked against its buffer before anything is sent; sendmsg takes IOV_MAX
  * pieces per call (MSG_DONTWAIT | MSG_NOSIGNAL) until the socket would block or all are sent.
