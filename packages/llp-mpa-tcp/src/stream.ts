@@ -508,10 +508,12 @@ export class MpaTcpStream extends BaseLlpStream {
    */
   private dropSocket(reset: boolean): void {
     const s = this.socket;
-    if (s.destroyed) return;
-    // FPDUs framed in this turn never reach the socket: their `done`s learn it now.
+    // FPDUs framed in this turn, or waiting in the direct queue, never reach the socket: their `done`s learn
+    // it now — also when the socket is already destroyed (a reset, a send error), which fails only what
+    // Node's socket itself held.
     const unsent = (this.direct ?? this.batch).discard();
     if (unsent > 0) this.onWritten(new StreamClosedError('the connection was dropped'), unsent);
+    if (s.destroyed) return;
     if (reset && (!s.writableEnded || (s.writableFinished && !this.finSeen))) s.resetAndDestroy();
     else s.destroy();
   }

@@ -107,10 +107,10 @@ export class TxBatch implements ChunkSink {
       this.runs[i] = EMPTY;
       if (onFlushed !== undefined && i === n - 1)
         socket.write(run, (err) => {
-          if (k > 0) onWritten(err, k);
+          if (k > 0) onWritten(outcome(socket, err), k);
           onFlushed();
         });
-      else if (k > 0) socket.write(run, (err) => onWritten(err, k));
+      else if (k > 0) socket.write(run, (err) => onWritten(outcome(socket, err), k));
       else socket.write(run);
     }
     if (corked) socket.uncork();
@@ -118,3 +118,12 @@ export class TxBatch implements ChunkSink {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * A write's outcome. Node calls the callback of a write still queued in libuv when the socket is destroyed
+ * (a reset, an abort) with no error, though nothing of it was sent: that is an error here, as verbs flush
+ * outstanding work with an error when the connection fails.
+ */
+function outcome(socket: Socket, err: Error | null | undefined): Error | null | undefined {
+  return err ?? (socket.destroyed ? new Error('the socket was destroyed before the write completed') : err);
+}

@@ -183,6 +183,30 @@ describe.each([
   });
 });
 
+describe('a peer that resets while sends wait', () => {
+  it("every send's done is called — written ones without error, the rest with one — on either send path", async () => {
+    for (const directSend of [true, false]) {
+      const [a, b] = await tcpPair(mpaTcp({ directSend }));
+      b.stream.pause(); // the peer stops reading: the kernel's buffers fill, the rest waits in user space
+      const outcomes: (Error | undefined)[] = [];
+      const chunk = pattern(60 * 1024, 1);
+      const n = 220; // 13 MiB: more than loopback's socket buffers and the high-water mark together
+      for (let i = 0; i < n; i++) a.stream.send([chunk], (err) => outcomes.push(err));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(outcomes.length, `directSend ${directSend}: some wait`).toBeLessThan(n);
+      const closed = firstValueFrom(a.stream.closed$);
+      b.abort(); // RST
+      await closed;
+      await new Promise((r) => setTimeout(r, 50));
+      expect(outcomes.length, `directSend ${directSend}: every done called`).toBe(n);
+      expect(outcomes.some((e) => e !== undefined)).toBe(true);
+      // In order: once one failed, none after it succeeded.
+      const firstFailed = outcomes.findIndex((e) => e !== undefined);
+      expect(outcomes.slice(firstFailed).every((e) => e !== undefined)).toBe(true);
+    }
+  });
+});
+
 describe('send backpressure', () => {
   it("send() returns false once highWaterMark octets are queued: 4 MiB by default, 1 MiB when sending Markers gathered through Node's socket, or as configured", async () => {
     // Queued octets are wire octets, Markers included: 4 MiB of them is reached one 32 KiB send early.
