@@ -45,6 +45,16 @@ suite("MPA Rev 1, no CRC, Markers both ways, MULPDU 1024, markerFraming 'copy'",
   listen: { crc: false, markers: true },
   options: { mulpdu: 1024, markerFraming: 'copy' },
 });
+// The send path without @rddp/writev (Windows, no compiler) or with directSend off: Node's socket.
+suite("MPA Rev 1, CRC, through Node's socket (directSend false)", {
+  connect: { revision: 1 },
+  options: { directSend: false },
+});
+suite("MPA Rev 1, CRC, Markers both ways, MULPDU 1024, through Node's socket (directSend false)", {
+  connect: { revision: 1, markers: true },
+  listen: { markers: true },
+  options: { mulpdu: 1024, directSend: false },
+});
 suite('MPA Rev 2 (RFC 6581), client-server', { connect: { revision: 2, ird: 4, ord: 4 } });
 suite('MPA Rev 2 (RFC 6581), peer-to-peer, Write RTR', { connect: { revision: 2, rtr: 'write' } });
 suite('MPA Rev 2 (RFC 6581), peer-to-peer, Read RTR', { connect: { revision: 2, rtr: 'read' } });
