@@ -41,10 +41,10 @@ export interface ChunkSink {
   /** `bytes[start, start + length)` as a chunk, without a view made for it (the sink may merge ranges). */
   pushRange?(bytes: Uint8Array, start: number, length: number): unknown;
   /**
-   * `part[start, start + length)` with the Markers that fall in it, placed by the sink (RFC 5044 §4.3): the
-   * first once `room` octets have passed, FPDUPTR counting from `ptr` at the first octet. Returns how many.
+   * `part` with the Markers that fall in it, placed by the sink (RFC 5044 §4.3): the first once `room` octets
+   * have passed, FPDUPTR counting from `ptr` at the part's first octet. Returns how many.
    */
-  pushMarked?(part: Uint8Array, start: number, length: number, room: number, ptr: number): number;
+  pushMarked?(part: Uint8Array, room: number, ptr: number): number;
 }
 
 /** Octets of the FPDU that carries a ULPDU of `length`, without Markers. */
@@ -332,7 +332,7 @@ export class FpduWriter {
       if (crcOn) crc = crc32cMarked(part, 0, e, crc, this.room, since);
       if (out.pushMarked !== undefined) {
         // A sink that places the Markers itself (the direct queue): one range per part.
-        const k = out.pushMarked(part, 0, e, this.room, since);
+        const k = out.pushMarked(part, this.room, since);
         since += e + MARKER_LENGTH * k;
         total += e + MARKER_LENGTH * k;
         this.room = this.room + AFTER_MARKER * k - e;

@@ -95,9 +95,11 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly logger: LlpLogger;
   private readonly connectionId: string;
   private readonly fixedMulpdu: number | undefined;
-  /** FPDUs framed in this turn of the event loop, written together at its end (one writev). */
-  private readonly batch = new TxBatch();
-  /** Instead of `batch`: the queue that sends straight to the socket's descriptor (`directSend`). */
+  /**
+   * The transmit queue: `direct` where it sends straight to the socket's descriptor (`directSend`), else a
+   * `TxBatch` of this turn's FPDUs, written together at its end (one writev).
+   */
+  private readonly tx: TxBatch | DirectTx;
   private readonly direct: DirectTx | undefined;
   /** `done` callbacks of FPDUs framed, in order: the socket calls write callbacks in order. */
   private readonly written = new Fifo<SendCallback>();
@@ -175,6 +177,7 @@ export class MpaTcpStream extends BaseLlpStream {
             if (this.queuedOctets < this.hwm) this.drained();
           })
         : undefined;
+    this.tx = this.direct ?? new TxBatch();
     this.rx = init.rx;
     // The arena is read into again once the reader no longer holds a view of it (a partial FPDU).
     this.rx.held = () => this.reader.firstHeld;
@@ -320,7 +323,7 @@ export class MpaTcpStream extends BaseLlpStream {
     this.flushScheduled = false;
     this.lastTurnFpdus = this.turnFpdus;
     this.turnFpdus = 0;
-    if (!(this.direct ?? this.batch).empty) this.flushNow();
+    if (!this.tx.empty) this.flushNow();
     // A sender told to wait for the batch (or for an FPDU written at once) hears now when the socket took it
     // all ('drain' will not fire).
     if (!this.socket.writableNeedDrain && this.queuedOctets < this.hwm) this.drained();
@@ -351,8 +354,9 @@ export class MpaTcpStream extends BaseLlpStream {
       const n = w.batch++;
       flushed = () => w.written(n);
     }
-    if (this.direct !== undefined) this.direct.flush(flushed);
-    else this.batch.flush(this.socket, this.onWritten, flushed);
+    const tx = this.tx;
+    if (tx instanceof DirectTx) tx.flush(flushed);
+    else tx.flush(this.socket, this.onWritten, flushed);
   }
 
   /**
@@ -360,7 +364,7 @@ export class MpaTcpStream extends BaseLlpStream {
    * FPDU at once when the socket is idle and the last turn framed only one).
    */
   private writeFpdu(parts: readonly Uint8Array[], length: number, done: SendCallback | undefined): boolean {
-    const batch = this.direct ?? this.batch;
+    const batch = this.tx;
     this.writer.frame(parts, length, batch);
     if (done) {
       this.written.push(done);
@@ -511,7 +515,7 @@ export class MpaTcpStream extends BaseLlpStream {
     // FPDUs framed in this turn, or waiting in the direct queue, never reach the socket: their `done`s learn
     // it now — also when the socket is already destroyed (a reset, a send error), which fails only what
     // Node's socket itself held.
-    const unsent = (this.direct ?? this.batch).discard();
+    const unsent = this.tx.discard();
     if (unsent > 0) this.onWritten(new StreamClosedError('the connection was dropped'), unsent);
     if (s.destroyed) return;
     if (reset && (!s.writableEnded || (s.writableFinished && !this.finSeen))) s.resetAndDestroy();

@@ -125,5 +125,5 @@ const EMPTY = new Uint8Array(0);
  * outstanding work with an error when the connection fails.
  */
 function outcome(socket: Socket, err: Error | null | undefined): Error | null | undefined {
-  return err ?? (socket.destroyed ? new Error('the socket was destroyed before the write completed') : err);
+  return err ?? (socket.destroyed ? new Error('the socket was destroyed before the write completed') : undefined);
 }

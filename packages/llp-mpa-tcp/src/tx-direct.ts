@@ -88,15 +88,7 @@ export class DirectTx implements ChunkSink {
   pushBufferRange(buf: ArrayBufferLike, off: number, len: number): void {
     if (len === 0) return;
     this.octets += len;
-    const bufs = this.bufs;
-    let b = this.lastBuf;
-    if (bufs[b] !== buf) {
-      // Payload pieces and Markers alternate: the buffer before the last is the next most likely.
-      b = this.prevBuf;
-      if (bufs[b] !== buf) b = this.indexOf(buf);
-      this.prevBuf = this.lastBuf;
-      this.lastBuf = b;
-    }
+    const b = this.bufferIndex(buf);
     const r = this.ranges;
     const n = this.n;
     if (n > this.head) {
@@ -112,24 +104,16 @@ export class DirectTx implements ChunkSink {
   }
 
   /**
-   * `length` octets of payload from `part[start]` with the Markers that fall in them: the first once `room`
-   * octets have passed, FPDUPTR counting from `ptr` at the first octet (RFC 5044 §4.3). The binding writes
-   * the Markers; returns how many.
+   * `part` with the Markers that fall in it: the first once `room` octets have passed, FPDUPTR counting from
+   * `ptr` at its first octet (RFC 5044 §4.3). The binding writes the Markers; returns how many.
    */
-  pushMarked(part: Uint8Array, start: number, length: number, room: number, ptr: number): number {
+  pushMarked(part: Uint8Array, room: number, ptr: number): number {
+    const length = part.byteLength;
     if (length === 0) return 0;
     const k = markersIn(length, room);
     const wire = length + MARKER_LENGTH * k;
     this.octets += wire;
-    const buf = part.buffer;
-    const bufs = this.bufs;
-    let b = this.lastBuf;
-    if (bufs[b] !== buf) {
-      b = this.indexOf(buf);
-      this.prevBuf = this.lastBuf;
-      this.lastBuf = b;
-    }
-    this.append(b, part.byteOffset + start, length, room * 65536 + ptr, wire);
+    this.append(this.bufferIndex(part.buffer), part.byteOffset, length, room * 65536 + ptr, wire);
     return k;
   }
 
@@ -144,6 +128,17 @@ export class DirectTx implements ChunkSink {
     r[k + 3] = marks;
     r[k + 4] = wire;
     this.n = n + 1;
+  }
+
+  /** `buf`'s index in `bufs` (added if new); header slab and payload alternate, so the last two are tried first. */
+  private bufferIndex(buf: ArrayBufferLike): number {
+    const bufs = this.bufs;
+    const last = this.lastBuf;
+    if (bufs[last] === buf) return last;
+    const b = bufs[this.prevBuf] === buf ? this.prevBuf : this.indexOf(buf);
+    this.prevBuf = last;
+    this.lastBuf = b;
+    return b;
   }
 
   private indexOf(buf: ArrayBufferLike): number {
