@@ -4,7 +4,7 @@
  * Subject and baselines alternate round by round (each round starts with the next one); medians.
  */
 import { availableParallelism } from 'node:os';
-import { type Figure, makeFigure } from './report.js';
+import { type Figure, makeFigure, roundRange } from './report.js';
 import { median } from './stats.js';
 import {
   iperf3Bandwidth,
@@ -92,14 +92,31 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
   const { scale, add } = plan;
   const total = Math.max(MiB, Math.round(GiB * scale));
   const iperf = iperf3Installed();
-  const fig = (name: string, unit: string, v: number, b: number, note: string, target?: number) =>
-    add(makeFigure(name, unit, v, b, { table: 'headline', note, ...(target !== undefined ? { target } : {}) }));
+  const fig = (
+    name: string,
+    unit: string,
+    v: number,
+    b: number,
+    note: string,
+    target?: number,
+    rounds?: readonly [number, number],
+  ) =>
+    add(
+      makeFigure(name, unit, v, b, {
+        table: 'headline',
+        note,
+        ...(target !== undefined ? { target } : {}),
+        ...(rounds !== undefined ? { rounds } : {}),
+      }),
+    );
 
   // Bandwidth: perf write_bw / read_bw with CRC (the default) against raw Node TCP and iperf3, same
   // octets in same-size writes.
   // `raw` undefined: a cold row — fresh processes, no warm-up on either side, no target, no iperf3.
   const bandwidth = async (test: 'write_bw' | 'read_bw', size: number, label: string, raw?: number, ip?: number) => {
-    const iters = itersFor(total, size);
+    // 1 MiB messages run 4 times the octets: at 1 GiB a run lasted ≈0.3 s and single rounds spread
+    // 0.70–1.44 × against 0.87–0.93 × at 4 GiB (docs/PERFORMANCE.md, "Longer 1 MiB rows").
+    const iters = itersFor(size >= MiB ? 4 * total : total, size);
     const warm = raw === undefined ? 0 : warmUpFor(iters);
     const runs: (() => Promise<number>)[] = [
       async () => (await perfTwoProcess({ test, size, iters, warmUp: warm })).MBps,
@@ -118,11 +135,12 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
         ? `${base}, both timed from their first octet`
         : `${base}, both after ${(warm * size) / MiB} MiB unmeasured`,
       raw,
+      roundRange(s as number[], b as number[]),
     );
     if (ip === undefined) return;
     const name = `${label} vs iperf3 -l ${size >= MiB ? `${size / MiB}M` : `${size / KiB}K`}`;
     const note = `baseline: iperf3 -l ${size} between two processes (kernel TCP ceiling), same measured octets, no warm-up`;
-    if (i) fig(name, 'MB/s', v, median(i), note, ip);
+    if (i) fig(name, 'MB/s', v, median(i), note, ip, roundRange(s as number[], i));
     else
       add(
         makeFigure(name, 'MB/s', v, Number.NaN, {
@@ -148,6 +166,11 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
   ])) as [PerfFigures[], PingPong[]];
   const latNote = `baseline: raw Node TCP ping-pong (TCP_NODELAY) between two processes, ${latIters} round trips after ${warm} unmeasured (both)`;
   const L = (pick: (l: NonNullable<PerfFigures['lat']>) => number) => med(lat, (x) => pick(x.lat ?? nanLat));
+  const LR = (pick: (l: NonNullable<PerfFigures['lat']>) => number, base: (p: PingPong) => number) =>
+    roundRange(
+      lat.map((x) => pick(x.lat ?? nanLat)),
+      pp.map(base),
+    );
   fig(
     '`perf send_lat -s 64`, typical half round trip',
     'us',
@@ -155,6 +178,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.medianUs),
     `${latNote}, median`,
     1 / 1.2,
+    LR((l) => l.median, (p) => p.medianUs),
   );
   fig(
     '`perf send_lat -s 64`, average',
@@ -162,6 +186,8 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     L((l) => l.avg),
     med(pp, (x) => x.meanUs),
     `${latNote}, mean`,
+    undefined,
+    LR((l) => l.avg, (p) => p.meanUs),
   );
   fig(
     '`perf send_lat -s 64`, p99',
@@ -170,6 +196,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.p99Us),
     `${latNote}, p99`,
     1 / 1.5,
+    LR((l) => l.p99, (p) => p.p99Us),
   );
   fig(
     '`perf send_lat -s 64`, max',
@@ -178,6 +205,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.maxUs),
     `${latNote}, max`,
     1 / 2,
+    LR((l) => l.max, (p) => p.maxUs),
   );
 
   // 64-octet RDMA Writes through verbs, one QP, tx-depth 64: an absolute target, no raw equivalent.
@@ -230,6 +258,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     median(none as number[]),
     'baseline: the same without Markers, same run (both after a quarter as many Writes unmeasured)',
     0.7,
+    roundRange(mk as number[], none as number[]),
   );
   fig(
     '`perf write_bw -s 65536 --markers --marker-framing copy` (CRC), two processes',
@@ -238,6 +267,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     median(none as number[]),
     'baseline: the same without Markers, same run (both after a quarter as many Writes unmeasured)',
     0.7,
+    roundRange(mkCopy as number[], none as number[]),
   );
 
   // perftest's -q: 8 QPs over 8 connections against 1, and the server on 1 … cores processes.
@@ -269,6 +299,10 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
       oneQp,
       'baseline: `perf write_bw -s 65536`, 1 QP, one server process, same run (each QP after a quarter as many Writes unmeasured)',
       w === 1 ? 1 : undefined,
+      roundRange(
+        s.map((x) => x.MBps),
+        (one as PerfFigures[]).map((x) => x.MBps),
+      ),
     );
   });
 }

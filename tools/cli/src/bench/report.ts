@@ -22,6 +22,11 @@ export interface Figure {
   readonly table?: BenchTable;
   /** Why the figure has no baseline in this run (e.g. "iperf3 not installed"). */
   readonly skipped?: string;
+  /**
+   * The lowest and highest ratio of one round's subject to the same round's baseline (runs next to each
+   * other in time): how far single rounds spread on this machine around the medians' ratio.
+   */
+  readonly rounds?: readonly [number, number];
 }
 
 export const BENCH_TABLES = ['headline', 'ddp', 'cost'] as const;
@@ -54,6 +59,26 @@ export function timesText(f: Figure): string {
   return Number.isFinite(f.baseline) && f.baseline !== 0 ? `${times(f.value / f.baseline)} ×` : '—';
 }
 
+/** The per-round ratios' range as printed ("rounds 0.81–0.93 ×"), empty without one. */
+export function roundsText(f: Figure): string {
+  if (f.rounds === undefined || f.skipped) return '';
+  const [lo, hi] = f.rounds;
+  return `rounds ${times(lo)}–${times(hi)} ×`;
+}
+
+/**
+ * The range of per-round ratios `subject[i] / baseline[i]` (value over baseline, as `timesText` prints),
+ * undefined when fewer than two rounds pair up.
+ */
+export function roundRange(subject: readonly number[], baseline: readonly number[]): [number, number] | undefined {
+  const r: number[] = [];
+  for (let i = 0; i < Math.min(subject.length, baseline.length); i++) {
+    const v = (subject[i] as number) / (baseline[i] as number);
+    if (Number.isFinite(v)) r.push(v);
+  }
+  return r.length < 2 ? undefined : [Math.min(...r), Math.max(...r)];
+}
+
 /** The target as printed, rounded: "≥ 0.9 ×" of the baseline, or "≤ 1.2 ×" for lower-is-better units. */
 export function targetText(f: Figure): string {
   if (f.target === undefined) return '';
@@ -72,7 +97,8 @@ export function figureLine(f: Figure, quick = false): string {
   const base = f.skipped ? f.skipped : `${f.baseline.toFixed(2)}`;
   const t = targetText(f);
   const st = status(f, quick);
-  return `${f.name}: ${f.value.toFixed(2)} ${f.unit} vs ${base} (${timesText(f)}${t ? `, target ${t}` : ''}${st && !f.skipped ? `, ${st}` : ''}) — ${baselineText(f)}`;
+  const spread = roundsText(f);
+  return `${f.name}: ${f.value.toFixed(2)} ${f.unit} vs ${base} (${timesText(f)}${spread ? `, ${spread}` : ''}${t ? `, target ${t}` : ''}${st && !f.skipped ? `, ${st}` : ''}) — ${baselineText(f)}`;
 }
 
 function baselineText(f: Figure): string {
@@ -84,7 +110,7 @@ export function makeFigure(
   unit: string,
   value: number,
   baseline: number,
-  extra: Partial<Pick<Figure, 'target' | 'size' | 'note' | 'table' | 'skipped'>> = {},
+  extra: Partial<Pick<Figure, 'target' | 'size' | 'note' | 'table' | 'skipped' | 'rounds'>> = {},
 ): Figure {
   // Lower-is-better figures: a value under the unit's resolution (e.g. RSS growth of 0 MiB) counts as 1 unit,
   // so the ratio stays finite (JSON has no Infinity).
@@ -105,6 +131,7 @@ export function toJsonLines(figures: readonly Figure[]): string {
         ...(f.note ? { note: f.note } : {}),
         ...(f.table ? { table: f.table } : {}),
         ...(f.skipped ? { skipped: f.skipped } : {}),
+        ...(f.rounds && !f.skipped ? { rounds: [round(f.rounds[0], 3), round(f.rounds[1], 3)] } : {}),
       }),
     )
     .join('\n');
@@ -133,7 +160,7 @@ export function toMarkdown(figures: readonly Figure[], o: { quick?: boolean } = 
     );
     for (const f of rows)
       out.push(
-        `| ${f.name} | ${f.unit} | ${round(f.value)} | ${f.skipped ? '—' : round(f.baseline)} | ${timesText(f)} | ${targetText(f)} | ${status(f, o.quick)} | ${baselineText(f)} |`,
+        `| ${f.name} | ${f.unit} | ${round(f.value)} | ${f.skipped ? '—' : round(f.baseline)} | ${timesText(f)}${roundsText(f) ? ` (${roundsText(f)})` : ''} | ${targetText(f)} | ${status(f, o.quick)} | ${baselineText(f)} |`,
       );
     out.push('');
   }
