@@ -18,8 +18,12 @@ describe('bench report: how far single rounds spread', () => {
       target: 0.9,
       rounds: [0.812, 0.934],
     });
-    expect(figureLine(f)).toBe('write 1 MiB: 90.00 MB/s vs 100.00 (0.9 ×, rounds 0.81–0.93 ×, target ≥ 0.9 ×, met) — raw');
-    expect(toMarkdown([f])).toContain('| write 1 MiB | MB/s | 90 | 100 | 0.9 × (rounds 0.81–0.93 ×) | ≥ 0.9 × | met | raw |');
+    expect(figureLine(f)).toBe(
+      'write 1 MiB: 90.00 MB/s vs 100.00 (0.9 ×, rounds 0.81–0.93 ×, target ≥ 0.9 ×, met) — raw',
+    );
+    expect(toMarkdown([f])).toContain(
+      '| write 1 MiB | MB/s | 90 | 100 | 0.9 × (rounds 0.81–0.93 ×) | ≥ 0.9 × | met | raw |',
+    );
     expect(JSON.parse(toJsonLines([f])).rounds).toEqual([0.812, 0.934]);
     // Latency (lower is better): the ratio printed is rddp over the baseline, the range the same way.
     const lat = makeFigure('send_lat', 'us', 12, 10, { rounds: [1.05, 1.31], target: 1 / 1.2 });

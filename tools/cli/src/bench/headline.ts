@@ -178,7 +178,10 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.medianUs),
     `${latNote}, median`,
     1 / 1.2,
-    LR((l) => l.median, (p) => p.medianUs),
+    LR(
+      (l) => l.median,
+      (p) => p.medianUs,
+    ),
   );
   fig(
     '`perf send_lat -s 64`, average',
@@ -187,7 +190,10 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.meanUs),
     `${latNote}, mean`,
     undefined,
-    LR((l) => l.avg, (p) => p.meanUs),
+    LR(
+      (l) => l.avg,
+      (p) => p.meanUs,
+    ),
   );
   fig(
     '`perf send_lat -s 64`, p99',
@@ -196,7 +202,10 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.p99Us),
     `${latNote}, p99`,
     1 / 1.5,
-    LR((l) => l.p99, (p) => p.p99Us),
+    LR(
+      (l) => l.p99,
+      (p) => p.p99Us,
+    ),
   );
   fig(
     '`perf send_lat -s 64`, max',
@@ -205,7 +214,10 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     med(pp, (x) => x.maxUs),
     `${latNote}, max`,
     1 / 2,
-    LR((l) => l.max, (p) => p.maxUs),
+    LR(
+      (l) => l.max,
+      (p) => p.maxUs,
+    ),
   );
 
   // 64-octet RDMA Writes through verbs, one QP, tx-depth 64: an absolute target, no raw equivalent.
