@@ -284,9 +284,12 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
 
   // perftest's -q: 8 QPs over 8 connections against 1, and the server on 1 … cores processes.
   const steps = workerSteps();
-  const qIters = Math.max(16, Math.ceil(mIters / 8));
+  // 4 times the octets, as the 1 MiB rows: at 1 GiB each of 8 QPs moved 128 MiB in ≈0.3 s and their start
+  // and finish spread weighed in (8 QPs over 1 QP: median 0.88 × at 1 GiB, 1.00 × at 4 GiB; PERFORMANCE.md).
+  const oneIters = itersFor(4 * total, 64 * KiB);
+  const qIters = Math.max(16, Math.ceil(oneIters / 8));
   const runs: (() => Promise<PerfFigures>)[] = [
-    () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: mIters, warmUp: warmUpFor(mIters) }),
+    () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: oneIters, warmUp: warmUpFor(oneIters) }),
     ...steps.map(
       (w) => () =>
         perfTwoProcess({
