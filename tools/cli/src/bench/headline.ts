@@ -98,25 +98,34 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     v: number,
     b: number,
     note: string,
-    target?: number,
-    rounds?: readonly [number, number],
+    extra: { target?: number; rounds?: readonly [number, number] | undefined } = {},
   ) =>
     add(
       makeFigure(name, unit, v, b, {
         table: 'headline',
         note,
-        ...(target !== undefined ? { target } : {}),
-        ...(rounds !== undefined ? { rounds } : {}),
+        ...(extra.target !== undefined ? { target: extra.target } : {}),
+        ...(extra.rounds !== undefined ? { rounds: extra.rounds } : {}),
       }),
     );
+  // The 1 MiB rows and the -q rows move 4 times the octets: at 1 GiB such a run lasted ≈0.3 s, and single
+  // rounds spread 0.70–1.44 × (1 MiB) against 0.87–0.93 × at 4 GiB; 8 QPs over 1 QP read a median 0.88 × at
+  // 1 GiB (their start and finish spread weighed in), 1.00 × at 4 GiB (docs/PERFORMANCE.md, "The headline
+  // at the bench's own nine rounds").
+  const long = 4 * total;
 
   // Bandwidth: perf write_bw / read_bw with CRC (the default) against raw Node TCP and iperf3, same
   // octets in same-size writes.
   // `raw` undefined: a cold row — fresh processes, no warm-up on either side, no target, no iperf3.
-  const bandwidth = async (test: 'write_bw' | 'read_bw', size: number, label: string, raw?: number, ip?: number) => {
-    // 1 MiB messages run 4 times the octets: at 1 GiB a run lasted ≈0.3 s and single rounds spread
-    // 0.70–1.44 × against 0.87–0.93 × at 4 GiB (docs/PERFORMANCE.md, "Longer 1 MiB rows").
-    const iters = itersFor(size >= MiB ? 4 * total : total, size);
+  const bandwidth = async (
+    test: 'write_bw' | 'read_bw',
+    size: number,
+    label: string,
+    octets: number,
+    raw?: number,
+    ip?: number,
+  ) => {
+    const iters = itersFor(octets, size);
     const warm = raw === undefined ? 0 : warmUpFor(iters);
     const runs: (() => Promise<number>)[] = [
       async () => (await perfTwoProcess({ test, size, iters, warmUp: warm })).MBps,
@@ -134,13 +143,12 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
       warm === 0
         ? `${base}, both timed from their first octet`
         : `${base}, both after ${(warm * size) / MiB} MiB unmeasured`,
-      raw,
-      roundRange(s as number[], b as number[]),
+      { ...(raw !== undefined ? { target: raw } : {}), rounds: roundRange(s as number[], b as number[]) },
     );
     if (ip === undefined) return;
     const name = `${label} vs iperf3 -l ${size >= MiB ? `${size / MiB}M` : `${size / KiB}K`}`;
     const note = `baseline: iperf3 -l ${size} between two processes (kernel TCP ceiling), same measured octets, no warm-up`;
-    if (i) fig(name, 'MB/s', v, median(i), note, ip, roundRange(s as number[], i));
+    if (i) fig(name, 'MB/s', v, median(i), note, { target: ip, rounds: roundRange(s as number[], i) });
     else
       add(
         makeFigure(name, 'MB/s', v, Number.NaN, {
@@ -151,11 +159,11 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
         }),
       );
   };
-  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', 0.9, 0.6);
-  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes');
-  await bandwidth('write_bw', MiB, '`perf write_bw -s 1048576` (CRC), two processes', 0.9, 0.6);
-  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', 0.85);
-  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes');
+  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', total, 0.9, 0.6);
+  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', total);
+  await bandwidth('write_bw', MiB, '`perf write_bw -s 1048576` (CRC), two processes', long, 0.9, 0.6);
+  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', total, 0.85);
+  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', total);
 
   // send_lat 64 B against a raw ping-pong: the same round trips, both after the same unmeasured ones.
   const latIters = Math.max(100, Math.round(100_000 * scale));
@@ -165,60 +173,21 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     () => rawPingPongTwoProcess(latIters, 64, warm),
   ])) as [PerfFigures[], PingPong[]];
   const latNote = `baseline: raw Node TCP ping-pong (TCP_NODELAY) between two processes, ${latIters} round trips after ${warm} unmeasured (both)`;
-  const L = (pick: (l: NonNullable<PerfFigures['lat']>) => number) => med(lat, (x) => pick(x.lat ?? nanLat));
-  const LR = (pick: (l: NonNullable<PerfFigures['lat']>) => number, base: (p: PingPong) => number) =>
-    roundRange(
-      lat.map((x) => pick(x.lat ?? nanLat)),
-      pp.map(base),
-    );
-  fig(
-    '`perf send_lat -s 64`, typical half round trip',
-    'us',
-    L((l) => l.median),
-    med(pp, (x) => x.medianUs),
-    `${latNote}, median`,
-    1 / 1.2,
-    LR(
-      (l) => l.median,
-      (p) => p.medianUs,
-    ),
-  );
-  fig(
-    '`perf send_lat -s 64`, average',
-    'us',
-    L((l) => l.avg),
-    med(pp, (x) => x.meanUs),
-    `${latNote}, mean`,
-    undefined,
-    LR(
-      (l) => l.avg,
-      (p) => p.meanUs,
-    ),
-  );
-  fig(
-    '`perf send_lat -s 64`, p99',
-    'us',
-    L((l) => l.p99),
-    med(pp, (x) => x.p99Us),
-    `${latNote}, p99`,
-    1 / 1.5,
-    LR(
-      (l) => l.p99,
-      (p) => p.p99Us,
-    ),
-  );
-  fig(
-    '`perf send_lat -s 64`, max',
-    'us',
-    L((l) => l.max),
-    med(pp, (x) => x.maxUs),
-    `${latNote}, max`,
-    1 / 2,
-    LR(
-      (l) => l.max,
-      (p) => p.maxUs,
-    ),
-  );
+  type Lat = NonNullable<PerfFigures['lat']>;
+  const latRows: [string, (l: Lat) => number, (p: PingPong) => number, string, number | undefined][] = [
+    ['typical half round trip', (l) => l.median, (p) => p.medianUs, 'median', 1 / 1.2],
+    ['average', (l) => l.avg, (p) => p.meanUs, 'mean', undefined],
+    ['p99', (l) => l.p99, (p) => p.p99Us, 'p99', 1 / 1.5],
+    ['max', (l) => l.max, (p) => p.maxUs, 'max', 1 / 2],
+  ];
+  for (const [what, pick, base, stat, target] of latRows) {
+    const ours = lat.map((x) => pick(x.lat ?? nanLat));
+    const raw = pp.map(base);
+    fig(`\`perf send_lat -s 64\`, ${what}`, 'us', median(ours), median(raw), `${latNote}, ${stat}`, {
+      ...(target !== undefined ? { target } : {}),
+      rounds: roundRange(ours, raw),
+    });
+  }
 
   // 64-octet RDMA Writes through verbs, one QP, tx-depth 64: an absolute target, no raw equivalent.
   const rateIters = Math.max(1000, Math.round(2_000_000 * scale));
@@ -240,7 +209,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     median(rate as number[]),
     1,
     `baseline: the absolute target of 1 M messages/s (no same-run equivalent); after ${warmUpFor(rateIters)} Writes unmeasured`,
-    1,
+    { target: 1 },
   );
 
   // MPA Markers (RFC 5044 §5) on both ends against none, all with CRC: gathered (the default, no payload
@@ -269,8 +238,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     median(mk as number[]),
     median(none as number[]),
     'baseline: the same without Markers, same run (both after a quarter as many Writes unmeasured)',
-    0.7,
-    roundRange(mk as number[], none as number[]),
+    { target: 0.7, rounds: roundRange(mk as number[], none as number[]) },
   );
   fig(
     '`perf write_bw -s 65536 --markers --marker-framing copy` (CRC), two processes',
@@ -278,15 +246,12 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
     median(mkCopy as number[]),
     median(none as number[]),
     'baseline: the same without Markers, same run (both after a quarter as many Writes unmeasured)',
-    0.7,
-    roundRange(mkCopy as number[], none as number[]),
+    { target: 0.7, rounds: roundRange(mkCopy as number[], none as number[]) },
   );
 
   // perftest's -q: 8 QPs over 8 connections against 1, and the server on 1 … cores processes.
   const steps = workerSteps();
-  // 4 times the octets, as the 1 MiB rows: at 1 GiB each of 8 QPs moved 128 MiB in ≈0.3 s and their start
-  // and finish spread weighed in (8 QPs over 1 QP: median 0.88 × at 1 GiB, 1.00 × at 4 GiB; PERFORMANCE.md).
-  const oneIters = itersFor(4 * total, 64 * KiB);
+  const oneIters = itersFor(long, 64 * KiB);
   const qIters = Math.max(16, Math.ceil(oneIters / 8));
   const runs: (() => Promise<PerfFigures>)[] = [
     () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: oneIters, warmUp: warmUpFor(oneIters) }),
@@ -313,11 +278,13 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
       med(s, (x) => x.MBps),
       oneQp,
       'baseline: `perf write_bw -s 65536`, 1 QP, one server process, same run (each QP after a quarter as many Writes unmeasured)',
-      w === 1 ? 1 : undefined,
-      roundRange(
-        s.map((x) => x.MBps),
-        (one as PerfFigures[]).map((x) => x.MBps),
-      ),
+      {
+        ...(w === 1 ? { target: 1 } : {}),
+        rounds: roundRange(
+          s.map((x) => x.MBps),
+          (one as PerfFigures[]).map((x) => x.MBps),
+        ),
+      },
     );
   });
 }

@@ -158,10 +158,12 @@ export function toMarkdown(figures: readonly Figure[], o: { quick?: boolean } = 
       '| figure | unit | rddp | baseline | rddp / baseline | target | | baseline is |',
       '|---|---|---:|---:|---:|---:|---|---|',
     );
-    for (const f of rows)
+    for (const f of rows) {
+      const spread = roundsText(f);
       out.push(
-        `| ${f.name} | ${f.unit} | ${round(f.value)} | ${f.skipped ? '—' : round(f.baseline)} | ${timesText(f)}${roundsText(f) ? ` (${roundsText(f)})` : ''} | ${targetText(f)} | ${status(f, o.quick)} | ${baselineText(f)} |`,
+        `| ${f.name} | ${f.unit} | ${round(f.value)} | ${f.skipped ? '—' : round(f.baseline)} | ${timesText(f)}${spread ? ` (${spread})` : ''} | ${targetText(f)} | ${status(f, o.quick)} | ${baselineText(f)} |`,
       );
+    }
     out.push('');
   }
   return out.join('\n');
