@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "writev",
-      "sources": ["src/writev.c"],
+      "sources": ["src/writev.c", "src/congestion.c"],
       "cflags": ["-O2"]
     }
   ]

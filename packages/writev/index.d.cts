@@ -20,3 +20,10 @@ export declare function writeRanges(
   count: number,
   skip: number,
 ): number;
+/**
+ * The TCP congestion control in effect on socket `fd` (`'cubic'`, `'bbr'`, ...), after setting it to `name`
+ * when one is given (Linux `TCP_CONGESTION`). Returns `-errno` instead when the kernel refuses: `-ENOENT` for
+ * an algorithm it has not loaded, `-EPERM` for one outside `net.ipv4.tcp_allowed_congestion_control` without
+ * CAP_NET_ADMIN, `-ENOPROTOOPT` where the option does not exist. Throws a TypeError when an argument is malformed.
+ */
+export declare function congestionControl(fd: number, name?: string): string | number;

@@ -2,6 +2,7 @@
  * One MPA/TCP connection after startup: exactly one LLP stream (RFC 5044 carries one DDP Stream per TCP
  * connection), the negotiated parameters, and what the connection promises (strongDigest = CRC on).
  */
+
 import type { Socket } from 'node:net';
 import type {
   LlpAddress,
@@ -13,6 +14,7 @@ import type {
   LlpStreamState,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
+import { congestionControlOf } from './congestion.js';
 import { type MpaNegotiated, maxUlpPrivateData } from './negotiation.js';
 import { emssFor, type ResolvedTransportOptions } from './options.js';
 import type { SocketReceiver } from './socket-rx.js';
@@ -56,6 +58,8 @@ export class MpaTcpConnection implements LlpConnection {
   readonly localAddress: LlpAddress;
   readonly remoteAddress: LlpAddress;
   readonly setup: LlpSetupInfo & { readonly negotiated: MpaNegotiated };
+  /** The TCP congestion control the connection runs ('cubic', 'bbr', ...; undefined where it cannot be read). */
+  readonly congestionControl: string | undefined;
 
   constructor(init: MpaConnectionInit) {
     this.id = `mpa-tcp-${nextId++}`;
@@ -64,6 +68,7 @@ export class MpaTcpConnection implements LlpConnection {
     this.localAddress = { host: s.localAddress ?? '', port: s.localPort ?? 0 };
     this.remoteAddress = { host: s.remoteAddress ?? '', port: s.remotePort ?? 0 };
     this.capabilities = mpaCapabilities(init.negotiated);
+    this.congestionControl = congestionControlOf(s);
     const n = init.negotiated;
     // RFC 6581: IRD/ORD as exchanged; a Send RTR is a Send on QN 0 and a Read RTR a Read Request on QN 1
     // (MSN 1) that this LLP sent or consumed for its ULP, so DDP's MSNs there start at 2 (docs/MPA.md).

@@ -3,6 +3,7 @@
  * ULP accept or reject it, send the Reply, and (peer-to-peer) wait for the RTR. Garbage from one peer
  * ends that attempt only: it surfaces on `errors$`, never thrown, never stalling other connections.
  */
+
 import type { Server, Socket } from 'node:net';
 import {
   BaseLlpListener,
@@ -16,6 +17,7 @@ import {
   LlpTimeoutError,
   ResourceLimitError,
 } from '@rddp/llp';
+import { applyCongestionControl } from './congestion.js';
 import { MpaTcpConnection } from './connection.js';
 import { MpaErrorCode, MpaProtocolError } from './errors.js';
 import { encodeFrame } from './frames.js';
@@ -122,6 +124,15 @@ export class MpaTcpListener extends BaseLlpListener {
     const socket = adoptAccepted(accepted, rx, true);
     socket.on('error', noop);
     socket.setNoDelay(this.options.noDelay);
+    if (this.options.congestionControl !== undefined) {
+      try {
+        applyCongestionControl(socket, this.options.congestionControl);
+      } catch (e) {
+        socket.resetAndDestroy();
+        this.report(e as LlpError, remote);
+        return;
+      }
+    }
     const timeoutMs = this.options.handshakeTimeoutMs;
     const collector = new FrameCollector('request');
     let phase: 'request' | 'decision' | 'rtr' | 'done' = 'request';

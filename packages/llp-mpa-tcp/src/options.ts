@@ -2,6 +2,7 @@
  * Options of the MPA/TCP transport and the policy choices behind their defaults (see README "Policies").
  */
 import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
+import { congestionControlOption } from './congestion.js';
 import { INLINE_DEFAULT, INLINE_MAX, type MarkerFraming } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
 
@@ -104,6 +105,13 @@ export interface MpaTcpOptions {
   readonly tolerateEarlyResponderFpdu?: boolean;
   /** TCP_NODELAY (default true, as siw sets it): FPDUs leave without Nagle delay; corking batches them. */
   readonly noDelay?: boolean;
+  /**
+   * TCP congestion control of every connection this transport makes or accepts ('cubic', 'reno', 'bbr', ...: Linux
+   * TCP_CONGESTION through `@rddp/writev`). Default: the system's (`net.ipv4.tcp_congestion_control`). A
+   * name the kernel refuses fails the connection with a `CapabilityError`; without the native build the
+   * transport cannot be created with it (docs/PERFORMANCE.md, "Congestion control").
+   */
+  readonly congestionControl?: string;
   /** Listener: most established connections at once; more are reset and reported (default 4096). */
   readonly maxConnections?: number;
   /** Listener: most MPA startups in progress at once (slow or idle peers); more are reset (default 256). */
@@ -134,6 +142,7 @@ export interface ResolvedTransportOptions {
   readonly maxUlpduLength: number;
   readonly tolerateEarlyResponderFpdu: boolean;
   readonly noDelay: boolean;
+  readonly congestionControl: string | undefined;
   readonly maxConnections: number;
   readonly maxPendingStartups: number;
   readonly maxPendingStartupsPerAddress: number;
@@ -208,6 +217,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     maxUlpduLength: maxUlpduLength(o.maxUlpduLength),
     tolerateEarlyResponderFpdu: flag('tolerateEarlyResponderFpdu', o.tolerateEarlyResponderFpdu),
     noDelay: o.noDelay ?? true,
+    congestionControl: congestionControlOption(o.congestionControl),
     maxConnections: positive('maxConnections', o.maxConnections, 4096),
     maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),
     maxPendingStartupsPerAddress: count('maxPendingStartupsPerAddress', o.maxPendingStartupsPerAddress, 16),

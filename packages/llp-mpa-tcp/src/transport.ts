@@ -2,6 +2,7 @@
  * `mpaTcp()`: the MPA/TCP LLP transport (name 'mpa-tcp'). `connect` runs the Initiator side of MPA
  * startup (RFC 5044 §7.1.2 rules 1, 3–6; RFC 6581); `listen` the Responder side (listener.ts).
  */
+
 import net from 'node:net';
 import {
   AddressInUseError,
@@ -21,6 +22,7 @@ import {
   LlpTimeoutError,
   throwIfAborted,
 } from '@rddp/llp';
+import { applyCongestionControl } from './congestion.js';
 import { MpaTcpConnection, mpaCapabilities } from './connection.js';
 import { MpaErrorCode, MpaProtocolError } from './errors.js';
 import { encodeFrame } from './frames.js';
@@ -118,6 +120,14 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
       signal?.addEventListener('abort', onAbort, { once: true });
 
       const onConnect = () => {
+        if (o.congestionControl !== undefined) {
+          try {
+            applyCongestionControl(socket, o.congestionControl);
+          } catch (e) {
+            fail(e as LlpError);
+            return;
+          }
+        }
         phase = 'waiting for the MPA Reply';
         // RFC 5044 §7.1.2 rule 1: the Initiator sends a valid MPA Request.
         socket.write(encodeFrame(sent.frame));

@@ -259,9 +259,15 @@ static napi_value write_ranges(napi_env env, napi_callback_info info) {
   return res;
 }
 
+/* src/congestion.c */
+napi_value congestion_control(napi_env env, napi_callback_info info);
+
 NAPI_MODULE_INIT() {
   napi_value fn;
   if (napi_create_function(env, "writeRanges", NAPI_AUTO_LENGTH, write_ranges, NULL, &fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "writeRanges", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "congestionControl", NAPI_AUTO_LENGTH, congestion_control, NULL, &fn) != napi_ok)
+    return NULL;
+  if (napi_set_named_property(env, exports, "congestionControl", fn) != napi_ok) return NULL;
   return exports;
 }

@@ -10,13 +10,15 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 
 type WriteRanges = typeof import('../index.cjs').writeRanges;
-const binding: { writeRanges: WriteRanges; RANGE_FIELDS: number } | undefined = (() => {
-  try {
-    return createRequire(import.meta.url)('../index.cjs');
-  } catch {
-    return undefined;
-  }
-})();
+type CongestionControl = typeof import('../index.cjs').congestionControl;
+const binding: { writeRanges: WriteRanges; congestionControl: CongestionControl; RANGE_FIELDS: number } | undefined =
+  (() => {
+    try {
+      return createRequire(import.meta.url)('../index.cjs');
+    } catch {
+      return undefined;
+    }
+  })();
 const required = process.env.RDDP_REQUIRE_WRITEV === '1';
 if (!binding && !required) console.warn('@rddp/writev not built here: its tests are skipped');
 
@@ -215,5 +217,23 @@ describe.skipIf(!binding && !required)('@rddp/writev writeRanges', () => {
     const m = new Float64Array([0, 0, 64, 10 * 65536 + 8, wireLength(64, 10)]);
     expect(w.writeRanges(p.fd, [b], m, 0, 1, 0)).toBe(68);
     expect((await p.waitFor(68)).length).toBe(68); // only the good call's octets arrived
+  });
+});
+
+describe.skipIf(!binding && !required)('@rddp/writev congestionControl (Linux TCP_CONGESTION)', () => {
+  it.runIf(process.platform === 'linux')('reads, sets, and reports the kernel’s refusal as -errno', async () => {
+    const w = binding as NonNullable<typeof binding>;
+    const p = await pair();
+    const before = w.congestionControl(p.fd);
+    expect(typeof before).toBe('string');
+    expect(w.congestionControl(p.fd, 'reno')).toBe('reno'); // reno is always built in
+    expect(w.congestionControl(p.fd)).toBe('reno');
+    expect(w.congestionControl(p.fd, 'nosuchcc')).toBe(-2); // ENOENT: not loaded
+    expect(w.congestionControl(p.fd)).toBe('reno'); // unchanged by the refusal
+    expect(w.congestionControl(1 << 20)).toBe(-9); // EBADF
+    for (const args of [[], ['3'], [-1], [p.fd, ''], [p.fd, 'a'.repeat(16)], [p.fd, 7]])
+      expect(() => (w.congestionControl as (...a: unknown[]) => unknown)(...args), JSON.stringify(args)).toThrow(
+        TypeError,
+      );
   });
 });

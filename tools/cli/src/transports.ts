@@ -28,6 +28,8 @@ export interface TransportFlags {
   tolerateEarlyFpdu?: boolean;
   /** `--faults <list>`: the loopback LLP's fault injection (`./faults.ts`); `--transport loopback` only. */
   faults?: string;
+  /** `--congestion <name>`: this end's TCP congestion control (Linux TCP_CONGESTION; default the system's). */
+  congestion?: string;
 }
 
 export interface ToolTransport {
@@ -87,6 +89,10 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
     throw new UsageError(`--marker-framing must be gather or copy (got ${f.markerFraming})`);
   if (f.sendPath !== undefined && f.sendPath !== 'direct' && f.sendPath !== 'socket')
     throw new UsageError(`--send-path must be direct or socket (got ${f.sendPath})`);
+  if (f.congestion !== undefined && !/^[a-z0-9_]{1,15}$/.test(f.congestion))
+    throw new UsageError(
+      `--congestion must name a kernel TCP congestion control such as cubic or bbr (got ${f.congestion})`,
+    );
   const maxUlpdu = f.maxUlpdu === undefined ? undefined : Number(f.maxUlpdu);
   if (maxUlpdu !== undefined && (!Number.isInteger(maxUlpdu) || maxUlpdu < 64768 || maxUlpdu > 65535))
     throw new UsageError(`--max-ulpdu must be an integer 64768..65535 (got ${f.maxUlpdu})`);
@@ -98,6 +104,7 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
       ...(f.tolerateEarlyFpdu ? { tolerateEarlyResponderFpdu: true } : {}),
       ...(f.markerFraming !== undefined ? { markerFraming: f.markerFraming as MarkerFraming } : {}),
       ...(f.sendPath !== undefined ? { directSend: f.sendPath === 'direct' } : {}),
+      ...(f.congestion !== undefined ? { congestionControl: f.congestion } : {}),
     }),
     options: {
       connectParams: params,
@@ -105,6 +112,12 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
       profile: (c) => ((c.setup.negotiated as { rdmac?: boolean }).rdmac ? 'rdmac' : 'ietf'),
     },
   };
+}
+
+/** `transport`, with the TCP congestion control `c` runs where it is MPA/TCP and can be read (`tcp, cubic`). */
+export function transportLabelOf(transport: string, c: LlpConnection): string {
+  const cc = (c as { congestionControl?: unknown }).congestionControl;
+  return typeof cc === 'string' ? `${transport}, ${cc}` : transport;
 }
 
 /** The MPA flags, refused on the other transports. */
@@ -116,10 +129,11 @@ function tcpOnly(f: TransportFlags): void {
     f.markerFraming !== undefined ||
     f.sendPath !== undefined ||
     f.maxUlpdu !== undefined ||
-    f.tolerateEarlyFpdu
+    f.tolerateEarlyFpdu ||
+    f.congestion !== undefined
   )
     throw new UsageError(
-      '--mpa-rev, --p2p, --markers, --marker-framing, --send-path, --max-ulpdu and --tolerate-early-fpdu apply to --transport tcp only',
+      '--mpa-rev, --p2p, --markers, --marker-framing, --send-path, --max-ulpdu, --tolerate-early-fpdu and --congestion apply to --transport tcp only',
     );
 }
 

@@ -14,6 +14,8 @@ const HEADLINE_ROWS = [
   /`perf write_bw -s 65536` \(CRC\), two processes, cold processes, vs raw Node TCP .*both timed from their first octet/,
   /`perf write_bw -s 1048576` \(CRC\), two processes vs raw Node TCP .*\| ≥ 0\.9 × \|.*1024 KiB writes.*both after [\d.]+ MiB unmeasured/,
   /`perf write_bw -s 1048576` \(CRC\), two processes vs iperf3 -l 1M .*\| ≥ 0\.6 × \| iperf3 not installed \|/,
+  // Under CUBIC on every connection (subject, raw baseline, iperf3), no target: or skipped, saying why.
+  /`perf write_bw -s 1048576` \(CRC\), two processes, --congestion cubic vs (raw Node TCP .*TCP cubic on every connection|.*no TCP congestion control to set here)/,
   /`perf read_bw -s 65536` \(CRC\), two processes vs raw Node TCP .*\| ≥ 0\.85 × \|.*raw Node TCP bulk.*both after [\d.]+ MiB unmeasured/,
   /`perf read_bw -s 65536` \(CRC\), two processes, cold processes, vs raw Node TCP .*both timed from their first octet/,
   /`perf send_lat -s 64`, typical half round trip \| us .*\| ≤ 1\.2 × \|.*raw Node TCP ping-pong .*median/,
@@ -72,4 +74,30 @@ describe('bench: the headline table is two-process rddp perf against two-process
     expect(j.octets).toBeLessThanOrEqual(4 << 20);
     expect(j.MBps).toBeGreaterThan(0);
   }, 60_000);
+
+  it.runIf(process.platform === 'linux')(
+    'the raw bulk baseline runs the congestion control it is given on both sockets, or exits 1 with one line',
+    async () => {
+      const RAW = path.resolve(__dirname, '../dist/bench/raw-tcp.js');
+      const bulk = async (cc: string) => {
+        const child = spawn(process.execPath, [RAW, 'bulk', String(1 << 20), '65536', '0', cc], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.stderr.on('data', (d) => (err += d));
+        const [code] = await once(child, 'exit');
+        return { code, out, err };
+      };
+      const ok = await bulk('reno');
+      expect(ok.code, ok.err).toBe(0);
+      expect(JSON.parse(ok.out.trim().split('\n').at(-1) as string)).toMatchObject({ congestion: 'reno' });
+      const bad = await bulk('nosuchcc');
+      expect(bad.code).toBe(1);
+      expect(bad.err.trim().split('\n')).toHaveLength(1);
+      expect(bad.err).toMatch(/congestion control nosuchcc/);
+    },
+    60_000,
+  );
 });

@@ -15,6 +15,7 @@ import {
   perfTwoProcess,
   rawPingPongTwoProcess,
   rawTcpTwoProcess,
+  tcpCongestionSettable,
 } from './two-process.js';
 
 const KiB = 1024;
@@ -60,11 +61,16 @@ export function workerSteps(cores = availableParallelism()): number[] {
 }
 
 /** The recorded runs the headline table makes (progress total). */
-export function headlineRuns(rounds: number, iperf: boolean, cores = availableParallelism()): number {
+export function headlineRuns(
+  rounds: number,
+  iperf: boolean,
+  cores = availableParallelism(),
+  cubic = tcpCongestionSettable('cubic'),
+): number {
   const bw = iperf ? 3 : 2;
-  // write 64 KiB (warm, cold), write 1 MiB, read (warm, cold), send_lat, message rate, Markers (gathered,
-  // copied, none), -q / --workers.
-  return rounds * (bw + 2 + bw + 2 + 2 + 2 + 1 + 3 + 1 + workerSteps(cores).length);
+  // write 64 KiB (warm, cold), write 1 MiB (system's congestion control, cubic), read (warm, cold),
+  // send_lat, message rate, Markers (gathered, copied, none), -q / --workers.
+  return rounds * (bw + 2 + bw + (cubic ? bw : 0) + 2 + 2 + 2 + 1 + 3 + 1 + workerSteps(cores).length);
 }
 
 export const COST_CONNECTIONS = [1, 10, 100, 1000] as const;
@@ -92,6 +98,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
   const { scale, add } = plan;
   const total = Math.max(MiB, Math.round(GiB * scale));
   const iperf = iperf3Installed();
+  const congestionSettable = tcpCongestionSettable('cubic');
   const fig = (
     name: string,
     unit: string,
@@ -115,55 +122,78 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
   const long = 4 * total;
 
   // Bandwidth: perf write_bw / read_bw with CRC (the default) against raw Node TCP and iperf3, same
-  // octets in same-size writes.
-  // `raw` undefined: a cold row — fresh processes, no warm-up on either side, no target, no iperf3.
+  // octets in same-size writes. `cold`: fresh processes, no warm-up on either side, no target, no iperf3.
+  // `congestion`: every TCP connection of the row (rddp's, the raw baseline's, iperf3's) runs that
+  // congestion control instead of the system's.
+  interface BandwidthRow {
+    readonly target?: number;
+    readonly iperfTarget?: number;
+    readonly cold?: boolean;
+    readonly congestion?: string;
+  }
   const bandwidth = async (
     test: 'write_bw' | 'read_bw',
     size: number,
     label: string,
     octets: number,
-    raw?: number,
-    ip?: number,
+    row: BandwidthRow = {},
   ) => {
     const iters = itersFor(octets, size);
-    const warm = raw === undefined ? 0 : warmUpFor(iters);
+    const warm = row.cold ? 0 : warmUpFor(iters);
+    const cc = row.congestion;
     const runs: (() => Promise<number>)[] = [
-      async () => (await perfTwoProcess({ test, size, iters, warmUp: warm })).MBps,
-      () => rawTcpTwoProcess(iters * size, size, warm * size),
+      async () => (await perfTwoProcess({ test, size, iters, warmUp: warm, ...(cc ? { congestion: cc } : {}) })).MBps,
+      () => rawTcpTwoProcess(iters * size, size, warm * size, cc),
     ];
-    if (ip !== undefined && iperf) runs.push(() => iperf3Bandwidth(size, iters * size));
+    const withIperf = !row.cold && (row.iperfTarget !== undefined || cc !== undefined);
+    if (withIperf && iperf) runs.push(() => iperf3Bandwidth(size, iters * size, cc));
     const [s, b, i] = await alternateAll(plan, runs);
     const v = median(s as number[]);
-    const base = `baseline: raw Node TCP bulk transfer between two processes, ${size / KiB} KiB writes, same octets`;
+    const on = cc ? `, TCP ${cc} on every connection` : '';
+    const base = `baseline: raw Node TCP bulk transfer between two processes, ${size / KiB} KiB writes, same octets${on}`;
     fig(
-      raw === undefined ? `${label}, cold processes, vs raw Node TCP` : `${label} vs raw Node TCP`,
+      row.cold ? `${label}, cold processes, vs raw Node TCP` : `${label} vs raw Node TCP`,
       'MB/s',
       v,
       median(b as number[]),
       warm === 0
         ? `${base}, both timed from their first octet`
         : `${base}, both after ${(warm * size) / MiB} MiB unmeasured`,
-      { ...(raw !== undefined ? { target: raw } : {}), rounds: roundRange(s as number[], b as number[]) },
+      { ...(row.target !== undefined ? { target: row.target } : {}), rounds: roundRange(s as number[], b as number[]) },
     );
-    if (ip === undefined) return;
-    const name = `${label} vs iperf3 -l ${size >= MiB ? `${size / MiB}M` : `${size / KiB}K`}`;
-    const note = `baseline: iperf3 -l ${size} between two processes (kernel TCP ceiling), same measured octets, no warm-up`;
-    if (i) fig(name, 'MB/s', v, median(i), note, { target: ip, rounds: roundRange(s as number[], i) });
+    if (!withIperf) return;
+    const name = `${label} vs iperf3 -l ${size >= MiB ? `${size / MiB}M` : `${size / KiB}K`}${cc ? ` -C ${cc}` : ''}`;
+    const note = `baseline: iperf3 -l ${size}${cc ? ` -C ${cc}` : ''} between two processes (kernel TCP ceiling), same measured octets, no warm-up`;
+    const iperfTarget = row.iperfTarget !== undefined ? { target: row.iperfTarget } : {};
+    if (i) fig(name, 'MB/s', v, median(i), note, { ...iperfTarget, rounds: roundRange(s as number[], i) });
     else
       add(
         makeFigure(name, 'MB/s', v, Number.NaN, {
           table: 'headline',
           note,
-          target: ip,
+          ...iperfTarget,
           skipped: 'iperf3 not installed',
         }),
       );
   };
-  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', total, 0.9, 0.6);
-  await bandwidth('write_bw', 64 * KiB, '`perf write_bw -s 65536` (CRC), two processes', total);
-  await bandwidth('write_bw', MiB, '`perf write_bw -s 1048576` (CRC), two processes', long, 0.9, 0.6);
-  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', total, 0.85);
-  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', total);
+  const w64 = '`perf write_bw -s 65536` (CRC), two processes';
+  const w1m = '`perf write_bw -s 1048576` (CRC), two processes';
+  await bandwidth('write_bw', 64 * KiB, w64, total, { target: 0.9, iperfTarget: 0.6 });
+  await bandwidth('write_bw', 64 * KiB, w64, total, { cold: true });
+  await bandwidth('write_bw', MiB, w1m, long, { target: 0.9, iperfTarget: 0.6 });
+  // The same under CUBIC, Linux's default, on every connection of the row: the congestion control decides
+  // how much one loopback connection keeps in flight (docs/PERFORMANCE.md, "Congestion control").
+  if (congestionSettable) await bandwidth('write_bw', MiB, `${w1m}, --congestion cubic`, long, { congestion: 'cubic' });
+  else
+    add(
+      makeFigure(`${w1m}, --congestion cubic vs raw Node TCP`, 'MB/s', Number.NaN, Number.NaN, {
+        table: 'headline',
+        note: 'baseline: raw Node TCP bulk transfer between two processes, TCP cubic on every connection',
+        skipped: 'no TCP congestion control to set here (needs Linux, cubic and @rddp/writev)',
+      }),
+    );
+  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', total, { target: 0.85 });
+  await bandwidth('read_bw', 64 * KiB, '`perf read_bw -s 65536` (CRC), two processes', total, { cold: true });
 
   // send_lat 64 B against a raw ping-pong: the same round trips, both after the same unmeasured ones.
   const latIters = Math.max(100, Math.round(100_000 * scale));

@@ -1,20 +1,45 @@
 /**
  * The bench's two-process raw Node TCP baselines, run as their own program (node: modules only, so the
  * baseline process carries nothing of rddp):
- *   node raw-tcp.js bulk <total octets> <write size> [warm-up octets]  — the parent receives and only
- *     counts, a forked child writes warm-up + `total` octets in `write size` writes honouring
- *     backpressure; prints {"MBps"} (10^6/s), timed at the receiver from the first octet (or from the
- *     read that completes the warm-up) to the last.
+ *   node raw-tcp.js bulk <total octets> <write size> [warm-up octets] [congestion control]  — the parent
+ *     receives and only counts, a forked child writes warm-up + `total` octets in `write size` writes
+ *     honouring backpressure; prints {"MBps"} (10^6/s), timed at the receiver from the first octet (or
+ *     from the read that completes the warm-up) to the last. With a congestion control ('cubic', ...),
+ *     both sockets run it (Linux TCP_CONGESTION through `@rddp/writev`, the one thing loaded beyond
+ *     node: modules, and only then).
  *   node raw-tcp.js pingpong <round trips> <size> <warm-up round trips>  — TCP_NODELAY ping-pong with a
  *     forked child echoing; prints {"meanUs","medianUs","p99Us","maxUs"} of the half round trip.
  */
 import { fork } from 'node:child_process';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const self = fileURLToPath(import.meta.url);
 
-function bulkServer(total: number, size: number, warm: number): void {
+/**
+ * Sets `name` as the TCP congestion control of `socket` (a listening socket's accepted sockets inherit it),
+ * or exits with one line saying why it could not.
+ */
+function setCongestion(socket: net.Socket | net.Server, name: string | undefined): void {
+  if (!name) return;
+  let r: string | number = -1;
+  try {
+    const { congestionControl } = createRequire(import.meta.url)('@rddp/writev') as {
+      congestionControl: (fd: number, name?: string) => string | number;
+    };
+    r = congestionControl((socket as unknown as { _handle: { fd: number } })._handle.fd, name);
+  } catch (e) {
+    console.error(`raw-tcp: congestion control ${name} needs @rddp/writev's native build: ${String(e)}`);
+    process.exit(1);
+  }
+  if (r !== name) {
+    console.error(`raw-tcp: the kernel refused congestion control ${name} (${r})`);
+    process.exit(1);
+  }
+}
+
+function bulkServer(total: number, size: number, warm: number, congestion?: string): void {
   const srv = net.createServer((sock) => {
     let got = 0;
     let t0 = 0n;
@@ -29,7 +54,15 @@ function bulkServer(total: number, size: number, warm: number): void {
       if (got >= total + warm) {
         const ns = Number(process.hrtime.bigint() - t0);
         const octets = got - base;
-        console.log(JSON.stringify({ MBps: octets / 1e3 / (ns / 1e6), octets, writeSize: size, warm }));
+        console.log(
+          JSON.stringify({
+            MBps: octets / 1e3 / (ns / 1e6),
+            octets,
+            writeSize: size,
+            warm,
+            congestion: congestion ?? null,
+          }),
+        );
         sock.destroy();
         srv.close();
         child.kill();
@@ -38,14 +71,22 @@ function bulkServer(total: number, size: number, warm: number): void {
   });
   let child: ReturnType<typeof fork>;
   srv.listen(0, '127.0.0.1', () => {
+    setCongestion(srv, congestion); // before the child connects: the accepted socket inherits it
     const port = (srv.address() as net.AddressInfo).port;
-    child = fork(self, ['bulk-client', String(port), String(total + warm), String(size)]);
+    child = fork(self, [
+      'bulk-client',
+      String(port),
+      String(total + warm),
+      String(size),
+      ...(congestion ? [congestion] : []),
+    ]);
   });
 }
 
-function bulkClient(port: number, total: number, size: number): void {
+function bulkClient(port: number, total: number, size: number, congestion?: string): void {
   const buf = Buffer.alloc(size, 0xab);
   const s = net.connect(port, '127.0.0.1', () => {
+    setCongestion(s, congestion);
     let sent = 0;
     const pump = () => {
       while (sent < total) {
@@ -135,8 +176,8 @@ function arg(i: number): number {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const mode = process.argv[2];
-  if (mode === 'bulk') bulkServer(arg(3), arg(4), Number(process.argv[5] ?? 0) || 0);
-  else if (mode === 'bulk-client') bulkClient(arg(3), arg(4), arg(5));
+  if (mode === 'bulk') bulkServer(arg(3), arg(4), Number(process.argv[5] ?? 0) || 0, process.argv[6]);
+  else if (mode === 'bulk-client') bulkClient(arg(3), arg(4), arg(5), process.argv[6]);
   else if (mode === 'pingpong') pingPongServer(arg(3), arg(4), Number(process.argv[5] ?? 2000) || 0);
   else if (mode === 'pingpong-client') pingPongClient(arg(3), arg(4));
   else {

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../node-flags.js';
@@ -80,6 +81,8 @@ export interface PerfRun {
   readonly markers?: boolean;
   /** `--marker-framing` on both ends (with `markers`). */
   readonly markerFraming?: 'gather' | 'copy';
+  /** `--congestion` on both ends: their TCP congestion control (unset: the system's). */
+  readonly congestion?: string;
   readonly qps?: number;
   readonly workers?: number;
   /** Unmeasured round trips (latency tests) or operations (bandwidth tests) first (perf --warm-up). */
@@ -119,6 +122,7 @@ export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
     ...(r.crc === false ? ['--no-crc'] : []),
     ...(r.markers ? ['--markers'] : []),
     ...(r.markerFraming ? ['--marker-framing', r.markerFraming] : []),
+    ...(r.congestion ? ['--congestion', r.congestion] : []),
   ];
   const q = r.qps ?? 1;
   const server = start(process.execPath, [
@@ -212,10 +216,17 @@ async function listeningPort(child: ChildProcess, done: Promise<Ran>): Promise<n
  * Raw Node TCP bulk transfer between two processes: `total` octets in `size`-octet writes, timed after
  * `warm` unmeasured ones. MB/s.
  */
-export async function rawTcpTwoProcess(total: number, size: number, warm = 0): Promise<number> {
+export async function rawTcpTwoProcess(total: number, size: number, warm = 0, congestion?: string): Promise<number> {
   const r = await ranOk(
     'raw TCP bulk',
-    start(process.execPath, [RAW_TCP, 'bulk', String(total), String(size), String(warm)]).done,
+    start(process.execPath, [
+      RAW_TCP,
+      'bulk',
+      String(total),
+      String(size),
+      String(warm),
+      ...(congestion ? [congestion] : []),
+    ]).done,
   );
   return lastJson<{ MBps: number }>('raw TCP bulk', r.out).MBps;
 }
@@ -236,6 +247,21 @@ export async function rawPingPongTwoProcess(iters: number, size: number, warm: n
   return lastJson<PingPong>('raw TCP ping-pong', r.out);
 }
 
+/**
+ * Whether TCP connections here can be set to congestion control `name`: Linux lists it in
+ * net.ipv4.tcp_allowed_congestion_control (what an unprivileged socket may pick) and `@rddp/writev` is built.
+ */
+export function tcpCongestionSettable(name: string): boolean {
+  try {
+    const allowed = readFileSync('/proc/sys/net/ipv4/tcp_allowed_congestion_control', 'utf8').split(/\s+/);
+    if (!allowed.includes(name)) return false;
+    const m = createRequire(import.meta.url)('@rddp/writev') as { congestionControl?: unknown };
+    return typeof m.congestionControl === 'function';
+  } catch {
+    return false;
+  }
+}
+
 /** Whether iperf3 runs here. */
 export function iperf3Installed(): boolean {
   const r = spawnSync('iperf3', ['--version'], { stdio: 'ignore' });
@@ -251,8 +277,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** `iperf3 -l <len>` between two processes on 127.0.0.1 moving `total` octets: the receiver's MB/s. */
-export async function iperf3Bandwidth(len: number, total: number): Promise<number> {
+/**
+ * `iperf3 -l <len>` between two processes on 127.0.0.1 moving `total` octets: the receiver's MB/s
+ * (`-C congestion` when given).
+ */
+export async function iperf3Bandwidth(len: number, total: number, congestion?: string): Promise<number> {
   const port = await freePort();
   const server = start('iperf3', ['-s', '-1', '--forceflush', '-B', '127.0.0.1', '-p', String(port)]);
   try {
@@ -266,7 +295,18 @@ export async function iperf3Bandwidth(len: number, total: number): Promise<numbe
     });
     const c = await ranOk(
       'iperf3 -c',
-      start('iperf3', ['-c', '127.0.0.1', '-p', String(port), '-l', String(len), '-n', String(total), '-J']).done,
+      start('iperf3', [
+        '-c',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-l',
+        String(len),
+        '-n',
+        String(total),
+        '-J',
+        ...(congestion ? ['-C', congestion] : []),
+      ]).done,
     );
     const j = JSON.parse(c.out) as { end?: { sum_received?: { bits_per_second?: number } } };
     const bps = j.end?.sum_received?.bits_per_second;

@@ -42,7 +42,7 @@ import {
 import { connectQps, PERF_MAX_QPS, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
 import { isPerfWorker, PERF_MAX_WORKERS, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
 import { octets, type Progress, type ProgressSink, startProgress } from '../progress.js';
-import { type ToolTransport, TRANSPORT_NAMES, toolTransport, UsageError } from '../transports.js';
+import { type ToolTransport, TRANSPORT_NAMES, toolTransport, transportLabelOf, UsageError } from '../transports.js';
 
 export interface PerfOptions {
   port: string;
@@ -58,6 +58,8 @@ export interface PerfOptions {
   markerFraming?: string;
   /** `--send-path direct|socket`: how this end hands FPDUs to TCP. */
   sendPath?: string;
+  /** `--congestion <name>`: this end's TCP congestion control (default the system's). */
+  congestion?: string;
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
@@ -269,9 +271,16 @@ export async function perfServeStreams(
   }
 }
 
-function printResults(test: string, o: PerfOptions, results: readonly PerfResult[], print: (s: string) => void): void {
+function printResults(
+  test: string,
+  o: PerfOptions,
+  results: readonly PerfResult[],
+  print: (s: string) => void,
+  conn?: LlpConnection,
+): void {
   if (!o.json && results.length) {
-    printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, o.transport, print);
+    const label = conn ? transportLabelOf(o.transport, conn) : o.transport;
+    printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, label, print);
     for (const r of results) print(resultLine(r));
     print(RULE);
   } else for (const r of results) print(JSON.stringify(r));
@@ -305,7 +314,7 @@ export async function perfLoopback(
   const n = streamCount(o, tt);
   const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
   perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
-  if (!o.json) printHeader(p, transportLabel(o.transport, n), print);
+  if (!o.json) printHeader(p, transportLabelOf(transportLabel(o.transport, n), client), print);
   // Both ends are this user's: the server serves whatever the flags ask for.
   const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
   const served = perfServeStreams(server, tt, () => {}, { limits });
@@ -420,6 +429,10 @@ export function registerPerf(program: Command): void {
     .option(
       '--send-path <how>',
       "direct (sendmsg straight to the socket's descriptor where @rddp/writev is built, the default) or socket (Node's socket writes)",
+    )
+    .option(
+      '--congestion <name>',
+      "this end's TCP congestion control, e.g. cubic or bbr (Linux TCP_CONGESTION; default the system's)",
     )
     .addOption(maxUlpduOption())
     .addOption(tolerateEarlyFpduOption())
@@ -569,7 +582,7 @@ export function registerPerf(program: Command): void {
               debugConn(conn);
               const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
               perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
-                (results) => printResults(test, o, results, print),
+                (results) => printResults(test, o, results, print, conn),
                 (e: Error) => log(`${peer}: ${e.message}`),
               );
             });
@@ -617,7 +630,7 @@ export function registerPerf(program: Command): void {
           const conn = await firstValueFrom(listener.connections$);
           debugConn(conn);
           await listener.close();
-          printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print);
+          printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print, conn);
           return;
         }
         if (o.bindSourceIp !== undefined) throw new UsageError('--bind_source_ip applies to the server');
@@ -663,7 +676,7 @@ export function registerPerf(program: Command): void {
           { host: server, port },
           { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
         );
-        if (!o.json) printHeader(p, o.transport, print);
+        if (!o.json) printHeader(p, transportLabelOf(o.transport, conn), print);
         const bar = runProgress(p, conn.streams.length, {}, warmUpOf(o).warmUp);
         let results: PerfResult[];
         try {
