@@ -27,6 +27,10 @@ const HEADLINE_ROWS = [
   /`perf write_bw -s 65536 --markers --marker-framing copy` \(CRC\), two processes .*\| ≥ 0\.7 × \|.*without Markers/,
   /`perf write_bw -s 65536 -q 8`, server `--workers 1` \(1 serving process\) .*\| ≥ 1 × \|.*1 QP, one server process/,
 ];
+// Rows under CUBIC on every connection, where it can be set (Linux, @rddp/writev built).
+const CUBIC_ROWS = [
+  /`perf write_bw -s 65536 -q 8 --congestion cubic`, server `--workers 1` .*--congestion cubic`, 1 QP/,
+];
 
 describe('bench: the headline table is two-process rddp perf against two-process baselines', () => {
   it('--quick --tables headline: every headline row with its baseline and rounded target, a warning, no MISSED; no iperf3 said so', async () => {
@@ -50,6 +54,8 @@ describe('bench: the headline table is two-process rddp perf against two-process
     expect(out).toContain('### Headline: `rddp perf` between two processes');
     const table = out.slice(out.indexOf('### Headline'));
     for (const row of HEADLINE_ROWS) expect(table).toMatch(row);
+    if (!table.includes('no TCP congestion control to set here'))
+      for (const row of CUBIC_ROWS) expect(table).toMatch(row);
     // One server process per core count up to the machine's: the last row names how many served.
     expect(table).toMatch(/-q 8`, server `--workers \d+` \(\d+ serving process/);
     // Every row of the table says what its baseline is.

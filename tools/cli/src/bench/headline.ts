@@ -69,8 +69,8 @@ export function headlineRuns(
 ): number {
   const bw = iperf ? 3 : 2;
   // write 64 KiB (warm, cold), write 1 MiB (system's congestion control, cubic), read (warm, cold),
-  // send_lat, message rate, Markers (gathered, copied, none), -q / --workers.
-  return rounds * (bw + 2 + bw + (cubic ? bw : 0) + 2 + 2 + 2 + 1 + 3 + 1 + workerSteps(cores).length);
+  // send_lat, message rate, Markers (gathered, copied, none), -q / --workers (and 1 and 8 QPs under cubic).
+  return rounds * (bw + 2 + bw + 2 + 2 + 2 + 1 + 3 + 1 + workerSteps(cores).length + (cubic ? bw + 2 : 0));
 }
 
 export const COST_CONNECTIONS = [1, 10, 100, 1000] as const;
@@ -317,6 +317,35 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
       },
     );
   });
+  // The same 8 QPs against 1 with CUBIC on every connection (docs/PERFORMANCE.md, "Congestion control").
+  if (!congestionSettable) return;
+  const cubic = { congestion: 'cubic' } as const;
+  const [oneC, eightC] = await alternateAll(plan, [
+    () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: oneIters, warmUp: warmUpFor(oneIters), ...cubic }),
+    () =>
+      perfTwoProcess({
+        test: 'write_bw',
+        size: 64 * KiB,
+        iters: qIters,
+        qps: 8,
+        workers: 1,
+        warmUp: warmUpFor(qIters),
+        ...cubic,
+      }),
+  ]);
+  fig(
+    '`perf write_bw -s 65536 -q 8 --congestion cubic`, server `--workers 1`',
+    'MB/s',
+    med(eightC as PerfFigures[], (x) => x.MBps),
+    med(oneC as PerfFigures[], (x) => x.MBps),
+    'baseline: `perf write_bw -s 65536 --congestion cubic`, 1 QP, one server process, same run (each QP after a quarter as many Writes unmeasured)',
+    {
+      rounds: roundRange(
+        (eightC as PerfFigures[]).map((x) => x.MBps),
+        (oneC as PerfFigures[]).map((x) => x.MBps),
+      ),
+    },
+  );
 }
 
 const nanLat = { median: Number.NaN, avg: Number.NaN, p99: Number.NaN, max: Number.NaN };
