@@ -2,7 +2,6 @@
  * One MPA/TCP connection after startup: exactly one LLP stream (RFC 5044 carries one DDP Stream per TCP
  * connection), the negotiated parameters, and what the connection promises (strongDigest = CRC on).
  */
-
 import type { Socket } from 'node:net';
 import type {
   LlpAddress,

@@ -3,7 +3,6 @@
  * ULP accept or reject it, send the Reply, and (peer-to-peer) wait for the RTR. Garbage from one peer
  * ends that attempt only: it surfaces on `errors$`, never thrown, never stalling other connections.
  */
-
 import type { Server, Socket } from 'node:net';
 import {
   BaseLlpListener,

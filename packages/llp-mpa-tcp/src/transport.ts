@@ -2,7 +2,6 @@
  * `mpaTcp()`: the MPA/TCP LLP transport (name 'mpa-tcp'). `connect` runs the Initiator side of MPA
  * startup (RFC 5044 §7.1.2 rules 1, 3–6; RFC 6581); `listen` the Responder side (listener.ts).
  */
-
 import net from 'node:net';
 import {
   AddressInUseError,
