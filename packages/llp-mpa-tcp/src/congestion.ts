@@ -25,13 +25,15 @@ const binding: CongestionControlCall | undefined = (() => {
   }
 })();
 
-/** A kernel congestion-control name: 1..15 octets (TCP_CA_NAME_MAX), as `sysctl` lists them. */
-const NAME = /^[a-z0-9_]{1,15}$/;
+/** Whether `v` can name a kernel congestion control: 1..15 octets (TCP_CA_NAME_MAX), as `sysctl` lists them. */
+export function isCongestionControlName(v: unknown): v is string {
+  return typeof v === 'string' && /^[a-z0-9_]{1,15}$/.test(v);
+}
 
 /** `congestionControl`'s value checked (undefined: the system's). Throws where it cannot be applied. */
 export function congestionControlOption(v: unknown): string | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !NAME.test(v))
+  if (!isCongestionControlName(v))
     throw new InvalidArgumentError(
       `congestionControl must name a kernel TCP congestion control ('cubic', 'reno', 'bbr', ...), got ${String(v)}`,
     );

@@ -2,6 +2,7 @@
  * @rddp/llp-mpa-tcp — MPA (RFC 5044; RFC 6581 enhanced connection establishment; the RDMA Consortium
  * profile, Rev 0) over `node:net` TCP, as an rddp LLP plugin. Rule sources: README.md.
  */
+export { isCongestionControlName } from './congestion.js';
 export { MpaTcpConnection, mpaCapabilities } from './connection.js';
 export { crc32c, crc32cBackend, crc32cRange, readCrc, writeCrc } from './crc.js';
 export { MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError, type MpaViolation } from './errors.js';

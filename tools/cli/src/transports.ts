@@ -5,7 +5,14 @@
  */
 import { codedError, type LlpConnection, type LlpParams, type LlpTransport, RddpError } from '@rddp/llp';
 import { type LoopbackFaults, loopbackModule } from '@rddp/llp-loopback';
-import { type MarkerFraming, type MpaParams, type MpaRevision, mpaTcpModule, type RtrType } from '@rddp/llp-mpa-tcp';
+import {
+  isCongestionControlName,
+  type MarkerFraming,
+  type MpaParams,
+  type MpaRevision,
+  mpaTcpModule,
+  type RtrType,
+} from '@rddp/llp-mpa-tcp';
 import { sctpModule } from '@rddp/llp-sctp';
 import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
 import { parseFaults } from './faults.js';
@@ -89,7 +96,7 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
     throw new UsageError(`--marker-framing must be gather or copy (got ${f.markerFraming})`);
   if (f.sendPath !== undefined && f.sendPath !== 'direct' && f.sendPath !== 'socket')
     throw new UsageError(`--send-path must be direct or socket (got ${f.sendPath})`);
-  if (f.congestion !== undefined && !/^[a-z0-9_]{1,15}$/.test(f.congestion))
+  if (f.congestion !== undefined && !isCongestionControlName(f.congestion))
     throw new UsageError(
       `--congestion must name a kernel TCP congestion control such as cubic or bbr (got ${f.congestion})`,
     );

@@ -283,20 +283,26 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
   const steps = workerSteps();
   const oneIters = itersFor(long, 64 * KiB);
   const qIters = Math.max(16, Math.ceil(oneIters / 8));
-  const runs: (() => Promise<PerfFigures>)[] = [
-    () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: oneIters, warmUp: warmUpFor(oneIters) }),
-    ...steps.map(
-      (w) => () =>
-        perfTwoProcess({
-          test: 'write_bw',
-          size: 64 * KiB,
-          iters: qIters,
-          qps: 8,
-          workers: w,
-          warmUp: warmUpFor(qIters),
-        }),
-    ),
-  ];
+  // One QP, or 8 QPs against a server with `workers` processes; `congestion` on both ends when given.
+  const oneQpRun = (congestion?: string) => () =>
+    perfTwoProcess({
+      test: 'write_bw',
+      size: 64 * KiB,
+      iters: oneIters,
+      warmUp: warmUpFor(oneIters),
+      ...(congestion ? { congestion } : {}),
+    });
+  const eightQpRun = (workers: number, congestion?: string) => () =>
+    perfTwoProcess({
+      test: 'write_bw',
+      size: 64 * KiB,
+      iters: qIters,
+      qps: 8,
+      workers,
+      warmUp: warmUpFor(qIters),
+      ...(congestion ? { congestion } : {}),
+    });
+  const runs: (() => Promise<PerfFigures>)[] = [oneQpRun(), ...steps.map((w) => eightQpRun(w))];
   const [one, ...scaled] = await alternateAll(plan, runs);
   const oneQp = med(one as PerfFigures[], (x) => x.MBps);
   steps.forEach((w, k) => {
@@ -319,20 +325,7 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
   });
   // The same 8 QPs against 1 with CUBIC on every connection (docs/PERFORMANCE.md, "Congestion control").
   if (!congestionSettable) return;
-  const cubic = { congestion: 'cubic' } as const;
-  const [oneC, eightC] = await alternateAll(plan, [
-    () => perfTwoProcess({ test: 'write_bw', size: 64 * KiB, iters: oneIters, warmUp: warmUpFor(oneIters), ...cubic }),
-    () =>
-      perfTwoProcess({
-        test: 'write_bw',
-        size: 64 * KiB,
-        iters: qIters,
-        qps: 8,
-        workers: 1,
-        warmUp: warmUpFor(qIters),
-        ...cubic,
-      }),
-  ]);
+  const [oneC, eightC] = await alternateAll(plan, [oneQpRun('cubic'), eightQpRun(1, 'cubic')]);
   fig(
     '`perf write_bw -s 65536 -q 8 --congestion cubic`, server `--workers 1`',
     'MB/s',

@@ -192,11 +192,10 @@ export async function runServer(spec: WorkloadSpec, ready: (port: number) => voi
       s.postReceive(c.buffer); // the credit is real before the response returns it
       const r = new Uint8Array(HEADER);
       writeHeader(r, h.flow, h.seq);
-      const flow = h.flow;
-      const seq = h.seq;
       s.post({ type: 'send', payload: [r] }).catch((e: Error) => {
-        if (!bad.has(flow)) problems.push(`flow ${flow}: the response to message ${seq} was not sent: ${e.message}`);
-        bad.add(flow);
+        if (!bad.has(h.flow))
+          problems.push(`flow ${h.flow}: the response to message ${h.seq} was not sent: ${e.message}`);
+        bad.add(h.flow);
       });
     }
     // The initiator closes first (RFC 5040 §6.2); ours follows once it did, bounded.
