@@ -31,7 +31,7 @@ export async function runExperimentCommand(o: ExperimentOptions): Promise<RunRes
         `rddp experiment: seed ${o.seed} (repeat with --seed ${o.seed}); ${o.size}-octet Sends at ${o.rate}/s per flow for ${o.durationS} s`,
       );
       print(
-        `topology: namespaces rddp-exp-a (initiator, 10.78.0.1) and rddp-exp-b (responder, 10.78.0.2), one veth pair`,
+        `topology: namespaces ${topo.names.nsA} (initiator, ${topo.names.addrA}) and ${topo.names.nsB} (responder, ${topo.names.addrB}), one veth pair`,
       );
       print(
         `netem: ${topo.netemAvailable ? 'available (not used)' : 'not in this kernel'}; delay, jitter and reordering come from the user-space relay`,

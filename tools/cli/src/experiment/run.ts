@@ -17,7 +17,9 @@ import {
 import { ExperimentRunError } from './errors.js';
 import type { RelaySpec, RelayStats } from './relay.js';
 import { mix32 } from './rng.js';
-import { ADDR_B, type LossEvent, type Topology } from './topology.js';
+import type { Topology } from './topology.js';
+
+export interface LossEvent { readonly atUs: number }
 import { type ClientReport, type Mapping, planOf, type ServerReport, type WorkloadSpec } from './workload.js';
 
 export interface Point {
@@ -137,7 +139,6 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
   const seed = pointSeed(c.seed, p);
   const plan = planOf(p.mapping, p.flows);
   topo.setLoss(p.loss);
-  topo.takeLosses();
   const relayed = p.delayMs > 0 || c.jitterMs > 0 || c.reorder > 0;
   const port = nextPort;
   nextPort = nextPort >= 39_000 ? 31_000 : nextPort + 3;
@@ -163,7 +164,7 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
     if (relayed) {
       const rs: RelaySpec = {
         proto: plan.transport === 'sctp' ? 'udp' : 'tcp',
-        listenHost: ADDR_B,
+        listenHost: topo.names.addrB,
         listenPort: port,
         upstreamHost: '127.0.0.1',
         upstreamPort: port,
@@ -178,7 +179,7 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
     const client = role(
       topo,
       'a',
-      ['--role', 'client', '--spec', JSON.stringify({ ...spec, host: ADDR_B, port: target })],
+      ['--role', 'client', '--spec', JSON.stringify({ ...spec, host: topo.names.addrB, port: target })],
       limit,
     );
     const cr = (await client.done) as ClientReport;
@@ -189,7 +190,7 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
       relayStats = (await relay.done) as RelayStats;
     }
     const drops = topo.dropped();
-    const losses = topo.takeLosses();
+    const losses: LossEvent[] = [];
     const expected = Math.floor(c.durationS * c.rate);
     const samples = stalls(
       joinSamples(cr.flows, sr.flows),

@@ -1,20 +1,26 @@
 /**
- * The experiment's topology: two network namespaces joined by a veth pair. Kernel impairments: random
- * loss by nftables (`numgen random`, on what each side receives from the veth; the dropping rule sets
- * `nftrace` so `nft monitor trace` reports each drop, which marks loss events on the plots) and a
- * bandwidth limit by a `tc` tbf on each veth. Delay, jitter and reordering need netem; when
- * `tc … netem` is refused they come from the user-space relay (./relay.ts).
+ * The experiment's topology: two network namespaces joined by a veth pair, named for this run alone
+ * (`rddp-x<pid>-<nonce>-a|b`, veths `rx<pid36><nonce>a|b`, a 10.78.x.0/24 of its own), so two
+ * experiments share a host. Kernel impairments: random loss by nftables (`numgen random`, on what each
+ * side receives from the veth) and a bandwidth limit by a `tc` tbf on each veth. Every dropped packet
+ * also goes to NFLOG group 7, which `dumpcap` records per namespace, beside a capture of the veth
+ * itself: the wire evidence (./capture.ts) says which packet was lost and whose data it carried.
+ * Delay, jitter and reordering need netem; when `tc … netem` is refused they come from the user-space
+ * relay (./relay.ts).
+ *
+ * Clean-up: on every exit the command takes (return, throw, SIGINT, SIGTERM) the namespaces go; one
+ * left by a killed command (SIGKILL) is removed by the next command, which finds its pid gone.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { TopologyUnavailableError } from './errors.js';
 import { nowUs } from './workload.js';
 
-export const NS_A = 'rddp-exp-a';
-export const NS_B = 'rddp-exp-b';
-export const DEV_A = 'rxa';
-export const DEV_B = 'rxb';
-export const ADDR_A = '10.78.0.1';
-export const ADDR_B = '10.78.0.2';
+/** NFLOG group the dropping rules send each dropped packet to (per namespace). */
+const NFLOG_GROUP = 7;
 
 function sh(args: string[]): string {
   return execFileSync(args[0] as string, args.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -27,31 +33,100 @@ export function topologyUnavailable(): string | undefined {
     sh(['ip', '-V']);
     sh(['nft', '--version']);
     sh(['tc', '-V']);
-    sh(['ip', 'netns', 'add', 'rddp-exp-probe']);
-    sh(['ip', 'netns', 'del', 'rddp-exp-probe']);
+  } catch (e) {
+    return `needs ip netns, nft and tc: ${(e as Error).message.split('\n')[0]}`;
+  }
+  try {
+    sh(['dumpcap', '-v']);
+  } catch {
+    return 'needs dumpcap to record the link and its drops (Debian: apt-get install tshark)';
+  }
+  const probe = `rddp-probe-${process.pid}`;
+  try {
+    sh(['ip', 'netns', 'add', probe]);
+    sh(['ip', 'netns', 'del', probe]);
     return undefined;
   } catch (e) {
     return `needs ip netns, nft and tc: ${(e as Error).message.split('\n')[0]}`;
   }
 }
 
-/** A drop nftables reported: when (host monotonic µs), where, and the packet's transport ports. */
-export interface LossEvent {
-  readonly atUs: number;
-  /** The namespace whose input dropped it: 'a' (initiator receives) or 'b' (responder receives). */
-  readonly side: 'a' | 'b';
-  readonly proto: string;
-  readonly sport: number;
-  readonly dport: number;
+/** This run's names and addresses. */
+export interface TopologyNames {
+  readonly nsA: string;
+  readonly nsB: string;
+  readonly devA: string;
+  readonly devB: string;
+  /** Initiator (namespace A) and responder (namespace B) addresses. */
+  readonly addrA: string;
+  readonly addrB: string;
+}
+
+const NAME = /^rddp-x(\d+)-([0-9a-f]{4})-[ab]$/;
+
+/** Names for a run of process `pid` with `nonce` (4 hex digits): namespace, veth (≤ 15 octets), subnet. */
+export function topologyNames(pid: number, nonce: string): TopologyNames {
+  const n = Number.parseInt(nonce, 16);
+  const net = `10.78.${n & 0xff}`;
+  const dev = `rx${pid.toString(36)}${nonce.slice(0, 3)}`;
+  return {
+    nsA: `rddp-x${pid}-${nonce}-a`,
+    nsB: `rddp-x${pid}-${nonce}-b`,
+    devA: `${dev}a`,
+    devB: `${dev}b`,
+    addrA: `${net}.1`,
+    addrB: `${net}.2`,
+  };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Deletes the namespaces of experiments whose command no longer runs (killed by SIGKILL); returns them. */
+export function reapStaleNamespaces(): string[] {
+  let listed = '';
+  try {
+    listed = sh(['ip', 'netns', 'list']);
+  } catch {
+    return [];
+  }
+  const gone: string[] = [];
+  for (const line of listed.split('\n')) {
+    const name = line.split(' ')[0] ?? '';
+    const m = NAME.exec(name);
+    if (!m || alive(Number(m[1]))) continue;
+    try {
+      sh(['ip', 'netns', 'del', name]);
+      gone.push(name);
+    } catch {
+      // deleted by another command meanwhile
+    }
+  }
+  return gone;
+}
+
+/** The captures of one run: the veth in B (both directions, drops included) and each side's drops. */
+export interface RunCapture {
+  /** Stops the captures and returns their files' octets. */
+  stop(): Promise<{ link: Uint8Array; drops: Uint8Array[] }>;
 }
 
 export interface Topology {
+  readonly names: TopologyNames;
   readonly netemAvailable: boolean;
+  /** Capture timestamps (µs since the epoch) + this = the host's monotonic µs (nowUs). */
+  readonly clockOffsetUs: number;
   setLoss(percent: number): void;
-  /** Loss events since the last call (drained). */
-  takeLosses(): LossEvent[];
   /** Packets nftables dropped since the last setLoss. */
   dropped(): number;
+  /** Starts this run's captures; resolves once every one of them is recording. */
+  capture(): Promise<RunCapture>;
   /** `ip netns exec <ns> <cmd…>` as a child process. */
   exec(side: 'a' | 'b', argv: readonly string[]): ChildProcess;
   teardown(): void;
@@ -62,87 +137,96 @@ export interface TopologyOptions {
   readonly rateMbit: number;
 }
 
+/** Realtime µs (as capture timestamps are) minus monotonic µs, read now. */
+function clockOffset(): number {
+  const realUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
+  return nowUs() - realUs;
+}
+
 export function buildTopology(o: TopologyOptions): Topology {
   const why = topologyUnavailable();
   if (why) throw new TopologyUnavailableError(`rddp experiment ${why}`);
+  reapStaleNamespaces();
+  const names = topologyNames(process.pid, randomBytes(2).toString('hex'));
+  const { nsA, nsB, devA, devB } = names;
+  const dir = mkdtempSync(path.join(tmpdir(), 'rddp-exp-capture-'));
+  const captures = new Set<ChildProcess>();
   const del = () => {
-    for (const ns of [NS_A, NS_B])
+    for (const c of captures) c.kill('SIGKILL');
+    for (const ns of [nsA, nsB])
       try {
         sh(['ip', 'netns', 'del', ns]);
       } catch {
         // not there
       }
+    rmSync(dir, { recursive: true, force: true });
   };
-  del();
-  sh(['ip', 'netns', 'add', NS_A]);
-  sh(['ip', 'netns', 'add', NS_B]);
-  sh(['ip', 'link', 'add', DEV_A, 'netns', NS_A, 'type', 'veth', 'peer', 'name', DEV_B, 'netns', NS_B]);
-  sh(['ip', '-n', NS_A, 'addr', 'add', `${ADDR_A}/24`, 'dev', DEV_A]);
-  sh(['ip', '-n', NS_B, 'addr', 'add', `${ADDR_B}/24`, 'dev', DEV_B]);
-  for (const [ns, dev] of [
-    [NS_A, DEV_A],
-    [NS_B, DEV_B],
-  ] as const) {
-    sh(['ip', '-n', ns, 'link', 'set', dev, 'up']);
-    sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
-    if (o.rateMbit > 0) {
-      // Burst: at least 64 KiB or 2 ms at the rate, so a rate above a few Mbit/s is reachable.
-      const burst = Math.max(65_536, Math.ceil((o.rateMbit * 1e6) / 8 / 500));
-      sh(
-        [
-          'ip',
-          'netns',
-          'exec',
-          ns,
-          'tc',
-          'qdisc',
-          'add',
-          'dev',
-          dev,
-          'root',
-          'tbf',
-          'rate',
-          `${o.rateMbit}mbit`,
-        ].concat(['burst', String(burst), 'latency', '100ms']),
-      );
+  try {
+    sh(['ip', 'netns', 'add', nsA]);
+    sh(['ip', 'netns', 'add', nsB]);
+    sh(['ip', 'link', 'add', devA, 'netns', nsA, 'type', 'veth', 'peer', 'name', devB, 'netns', nsB]);
+    sh(['ip', '-n', nsA, 'addr', 'add', `${names.addrA}/24`, 'dev', devA]);
+    sh(['ip', '-n', nsB, 'addr', 'add', `${names.addrB}/24`, 'dev', devB]);
+    for (const [ns, dev] of [
+      [nsA, devA],
+      [nsB, devB],
+    ] as const) {
+      sh(['ip', '-n', ns, 'link', 'set', dev, 'up']);
+      sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
+      if (o.rateMbit > 0) {
+        // Burst: at least 64 KiB or 2 ms at the rate, so a rate above a few Mbit/s is reachable.
+        const burst = Math.max(65_536, Math.ceil((o.rateMbit * 1e6) / 8 / 500));
+        sh(['ip', 'netns', 'exec', ns, 'tc', 'qdisc', 'add', 'dev', dev, 'root', 'tbf'].concat(
+          ['rate', `${o.rateMbit}mbit`, 'burst', String(burst), 'latency', '100ms'],
+        )); // biome-ignore format: one tc command
+      }
     }
+  } catch (e) {
+    del();
+    throw e;
   }
   let netemAvailable = false;
   try {
-    sh(['ip', 'netns', 'exec', NS_A, 'tc', 'qdisc', 'add', 'dev', 'lo', 'root', 'netem', 'delay', '1ms']);
-    sh(['ip', 'netns', 'exec', NS_A, 'tc', 'qdisc', 'del', 'dev', 'lo', 'root']);
+    sh(['ip', 'netns', 'exec', nsA, 'tc', 'qdisc', 'add', 'dev', 'lo', 'root', 'netem', 'delay', '1ms']);
+    sh(['ip', 'netns', 'exec', nsA, 'tc', 'qdisc', 'del', 'dev', 'lo', 'root']);
     netemAvailable = true;
   } catch {
     netemAvailable = false;
   }
   const nft = (ns: string, ...args: string[]) => sh(['ip', 'netns', 'exec', ns, 'nft', ...args]);
-  // One `nft monitor trace` per namespace: only dropped packets carry nftrace, so each packet line is a drop.
-  const losses: LossEvent[] = [];
-  const monitors = (['a', 'b'] as const).map((side) => {
-    const m = spawn('ip', ['netns', 'exec', side === 'a' ? NS_A : NS_B, 'nft', 'monitor', 'trace'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
+  let runs = 0;
+  /** dumpcap in `ns` on `iface` into `file`; resolves once it says it is capturing. */
+  const dumpcap = (ns: string, iface: string, file: string) => {
+    const c = spawn('ip', ['netns', 'exec', ns, 'dumpcap', '-q', '-i', iface, '-w', file], {
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
-    let rest = '';
-    m.stdout.on('data', (d: Buffer) => {
-      const at = nowUs();
-      const lines = (rest + d.toString('latin1')).split('\n');
-      rest = lines.pop() ?? '';
-      for (const l of lines) {
-        if (!l.includes(' packet: ')) continue;
-        const p = /ip protocol (\w+)/.exec(l)?.[1] ?? '?';
-        const ports = /(?:udp|tcp) sport (\d+) (?:udp|tcp) dport (\d+)/.exec(l);
-        if (losses.length < 1_000_000)
-          losses.push({ atUs: at, side, proto: p, sport: Number(ports?.[1] ?? 0), dport: Number(ports?.[2] ?? 0) });
-      }
+    captures.add(c);
+    let err = '';
+    const started = new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new TopologyUnavailableError(`dumpcap on ${iface} did not start: ${err}`)), 10_000);
+      c.stderr?.on('data', (d: Buffer) => {
+        if (err.length < 4096) err += d.toString();
+        if (/Capturing on/.test(err)) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+      c.once('exit', (code) => {
+        clearTimeout(t);
+        reject(new TopologyUnavailableError(`dumpcap on ${iface} exited ${code}: ${err.trim().split('\n').at(-1)}`));
+      });
     });
-    return m;
-  });
+    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    return { child: c, started, exited };
+  };
   return {
+    names,
     netemAvailable,
+    clockOffsetUs: clockOffset(),
     setLoss(percent: number) {
       for (const [ns, dev] of [
-        [NS_A, DEV_A],
-        [NS_B, DEV_B],
+        [nsA, devA],
+        [nsB, devB],
       ] as const) {
         nft(ns, 'flush', 'ruleset');
         if (percent <= 0) continue;
@@ -151,26 +235,51 @@ export function buildTopology(o: TopologyOptions): Topology {
         const perMillion = Math.round(percent * 10_000);
         nft(
           ns,
-          ...`add rule inet rddp_exp in iifname ${dev} numgen random mod 1000000 < ${perMillion} meta nftrace set 1 counter drop`.split(
+          ...`add rule inet rddp_exp in iifname ${dev} numgen random mod 1000000 < ${perMillion} counter log group ${NFLOG_GROUP} drop`.split(
             ' ',
           ),
         );
       }
     },
-    takeLosses() {
-      return losses.splice(0);
-    },
     dropped() {
       let n = 0;
-      for (const ns of [NS_A, NS_B])
+      for (const ns of [nsA, nsB])
         for (const m of nft(ns, 'list', 'ruleset').matchAll(/counter packets (\d+)/g)) n += Number(m[1]);
       return n;
     },
+    async capture() {
+      const k = runs++;
+      const files = [`link-${k}.pcapng`, `drops-a-${k}.pcapng`, `drops-b-${k}.pcapng`].map((f) => path.join(dir, f));
+      const procs = [
+        dumpcap(nsB, devB, files[0] as string),
+        dumpcap(nsA, `nflog:${NFLOG_GROUP}`, files[1] as string),
+        dumpcap(nsB, `nflog:${NFLOG_GROUP}`, files[2] as string),
+      ];
+      try {
+        await Promise.all(procs.map((p) => p.started));
+      } catch (e) {
+        for (const p of procs) p.child.kill('SIGKILL');
+        throw e;
+      }
+      for (const p of procs) p.started.catch(() => {});
+      return {
+        async stop() {
+          for (const p of procs) p.child.kill('SIGTERM');
+          await Promise.race([Promise.all(procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 10_000))]);
+          const read = (f: string) => {
+            const b = existsSync(f) ? readFileSync(f) : Buffer.alloc(0);
+            rmSync(f, { force: true });
+            return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+          };
+          for (const p of procs) captures.delete(p.child);
+          return { link: read(files[0] as string), drops: [read(files[1] as string), read(files[2] as string)] };
+        },
+      };
+    },
     exec(side, argv) {
-      return spawn('ip', ['netns', 'exec', side === 'a' ? NS_A : NS_B, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+      return spawn('ip', ['netns', 'exec', side === 'a' ? nsA : nsB, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
     },
     teardown() {
-      for (const m of monitors) m.kill('SIGTERM');
       del();
     },
   };
