@@ -27,3 +27,30 @@ export declare function writeRanges(
  * CAP_NET_ADMIN, `-ENOPROTOOPT` where the option does not exist. Throws a TypeError when an argument is malformed.
  */
 export declare function congestionControl(fd: number, name?: string): string | number;
+/**
+ * Attaches to the existing TUN device `name` (1..15 octets) and returns its descriptor: `/dev/net/tun` opened
+ * O_RDWR | O_CLOEXEC, blocking, with TUNSETIFF IFF_TUN | IFF_NO_PI, so each read or write is one whole IP
+ * packet with no header. The device is made beforehand, persistent (`ip tuntap add dev NAME mode tun`); a
+ * name its namespace does not know is an error (`ENODEV`), never a new device. With `netnsPath` (for
+ * instance `/run/netns/NAME`) the calling thread enters that network namespace for the open and the
+ * TUNSETIFF and always returns to its own afterwards, so the descriptor reaches the device there while the
+ * process stays where it was. Needs CAP_NET_ADMIN (and CAP_SYS_ADMIN for `netnsPath`). Linux only.
+ *
+ * Throws a TypeError or RangeError when an argument is malformed, and otherwise an Error whose message
+ * names the failed step and whose `code` is the errno name: `ENODEV` (no such device), `ENOENT` (no such
+ * `netnsPath`), `EINVAL` (`netnsPath` is not a network namespace), `EPERM`, `EBUSY`, `ENOSYS` (not Linux).
+ */
+export declare function openTun(name: string, netnsPath?: string): number;
+/**
+ * Reads the packets of TUN descriptor `fd` (from `openTun`) on the JavaScript thread as they arrive,
+ * through a libuv poll handle, with no thread-pool read left blocked on the descriptor. The descriptor
+ * becomes non-blocking. `onPacket` gets each packet, a Buffer of its own (at most 64 per wake before timers
+ * and I/O get their turn); a read error other than EAGAIN ends the watch and goes to `onError`, with `code`
+ * the errno name. Returns a function that ends the watch: nothing is read after it, and the descriptor
+ * may be closed then (not before). One watch per descriptor. Linux only.
+ */
+export declare function watchTun(
+  fd: number,
+  onPacket: (packet: Buffer) => void,
+  onError: (error: NodeJS.ErrnoException) => void,
+): () => void;

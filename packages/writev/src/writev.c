@@ -261,6 +261,11 @@ static napi_value write_ranges(napi_env env, napi_callback_info info) {
 
 /* src/congestion.c */
 napi_value congestion_control(napi_env env, napi_callback_info info);
+#ifdef __linux__
+/* src/tun.c (Linux only) */
+napi_value open_tun(napi_env env, napi_callback_info info);
+napi_value watch_tun(napi_env env, napi_callback_info info);
+#endif
 
 NAPI_MODULE_INIT() {
   napi_value fn;
@@ -269,5 +274,11 @@ NAPI_MODULE_INIT() {
   if (napi_create_function(env, "congestionControl", NAPI_AUTO_LENGTH, congestion_control, NULL, &fn) != napi_ok)
     return NULL;
   if (napi_set_named_property(env, exports, "congestionControl", fn) != napi_ok) return NULL;
+#ifdef __linux__
+  if (napi_create_function(env, "openTun", NAPI_AUTO_LENGTH, open_tun, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "openTun", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "watchTun", NAPI_AUTO_LENGTH, watch_tun, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "watchTun", fn) != napi_ok) return NULL;
+#endif
   return exports;
 }
