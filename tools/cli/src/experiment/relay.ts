@@ -10,31 +10,64 @@
  * never passes the chunk before it. TCP's own loss recovery runs on the veth leg, whose round trip does
  * not include this delay (docs/EXPERIMENTS.md "Limits").
  *
+ * TUN (any IP traffic, packet by packet, like netem): one TUN device in each namespace, made beforehand
+ * (`ip tuntap add dev NAME mode tun`, addressed point-to-point to the other side); the relay reads each IP
+ * packet from one device and writes it to the other after delay + U(0, jitter) ms, so TCP and SCTP see the
+ * delay in their own round trip. A direction keeps its order (a packet leaves no earlier than the one read
+ * before it) except for the `reorder` share, held `reorderGapMs` longer apart from the rest, which later
+ * packets overtake. Reading runs on the event loop (`watchTun` of @rddp/writev: a poll handle, no thread-
+ * pool read), writing is one synchronous write(2) per packet; `LISTENING 0` once both devices are open.
+ *
  * Bounds: at most `maxQueued` datagrams and `maxQueuedOctets` held, from arrival until the socket has
  * sent them (more are dropped and counted); at most `maxPeers` UDP sources, or TCP connections (more are
  * refused and counted). A TCP direction stops reading while `maxBufferedOctets` wait in it, held for
  * their delay or not yet taken by the receiving socket (a receiver that does not read holds the sender).
+ * TUN: `maxQueued` packets and `maxQueuedOctets` held, both directions together; more are dropped, counted.
  */
 import dgram from 'node:dgram';
 import { once } from 'node:events';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import { seededRandom } from './rng.js';
 
-export interface RelaySpec {
+/** What every relay takes: the impairment and the bounds of what it holds. */
+interface RelayTiming {
+  readonly delayMs: number;
+  readonly jitterMs: number;
+  /** Probability (0..1) that a datagram (a packet, for TUN) is held back behind later ones (not TCP). */
+  readonly reorder: number;
+  readonly seed: number;
+  /** UDP and TUN: most datagrams (packets) held at once. */
+  readonly maxQueued?: number;
+  /** UDP and TUN: most octets of datagrams (packets) held at once. */
+  readonly maxQueuedOctets?: number;
+}
+
+/** A TUN device made beforehand (`ip -n NETNS tuntap add dev NAME mode tun`) in namespace `netns`. */
+export interface TunEnd {
+  /** The device's name, 1..15 octets. */
+  readonly name: string;
+  /** The network namespace's name (`ip netns`): the device is opened through `/run/netns/<netns>`. */
+  readonly netns: string;
+}
+
+/** The packet relay between two TUN devices (one per namespace), both directions. */
+export interface TunRelaySpec extends RelayTiming {
+  readonly proto: 'tun';
+  readonly tunA: TunEnd;
+  readonly tunB: TunEnd;
+}
+
+export type RelaySpec = SocketRelaySpec | TunRelaySpec;
+
+/** The socket relays: UDP datagrams, or TCP connections, from listen* to upstream*. */
+export interface SocketRelaySpec extends RelayTiming {
   readonly proto: 'udp' | 'tcp';
   readonly listenHost: string;
   readonly listenPort: number;
   readonly upstreamHost: string;
   readonly upstreamPort: number;
-  readonly delayMs: number;
-  readonly jitterMs: number;
-  /** Probability (0..1) that a datagram is held back behind later ones (UDP only). */
-  readonly reorder: number;
-  readonly seed: number;
-  /** UDP: most datagrams held at once. */
-  readonly maxQueued?: number;
-  /** UDP: most octets of datagrams held at once. */
-  readonly maxQueuedOctets?: number;
   /** UDP sources, or TCP connections, relayed at once. */
   readonly maxPeers?: number;
   /** TCP: most octets waiting per direction before it stops reading. */
@@ -54,6 +87,9 @@ export interface RelayStats {
   /** TCP: times a direction stopped reading at `maxBufferedOctets`, and the most octets one held. */
   paused: number;
   peakBufferedOctets: number;
+  /** TUN: packets a device refused to take (write(2) failed), and the descriptors' read errors. */
+  writeErrors?: number;
+  readErrors?: number;
 }
 
 export const RELAY_DEFAULTS = {
@@ -75,21 +111,23 @@ const newStats = (): RelayStats => ({
 });
 
 export interface Relay {
+  /** The port listened on; 0 for TUN. */
   readonly port: number;
   readonly stats: RelayStats;
   close(): Promise<void>;
 }
 
 /** Extra hold of a reordered datagram beyond its delay. */
-function reorderGapMs(spec: RelaySpec): number {
+function reorderGapMs(spec: RelayTiming): number {
   return Math.max(1, spec.jitterMs, spec.delayMs / 2);
 }
 
 export async function startRelay(spec: RelaySpec): Promise<Relay> {
+  if (spec.proto === 'tun') return tunRelay(spec);
   return spec.proto === 'udp' ? udpRelay(spec) : tcpRelay(spec);
 }
 
-async function udpRelay(spec: RelaySpec): Promise<Relay> {
+async function udpRelay(spec: SocketRelaySpec): Promise<Relay> {
   const random = seededRandom(spec.seed);
   const stats = newStats();
   const maxQueued = spec.maxQueued ?? RELAY_DEFAULTS.maxQueued;
@@ -164,7 +202,7 @@ async function udpRelay(spec: RelaySpec): Promise<Relay> {
   };
 }
 
-async function tcpRelay(spec: RelaySpec): Promise<Relay> {
+async function tcpRelay(spec: SocketRelaySpec): Promise<Relay> {
   const random = seededRandom(spec.seed);
   const stats = newStats();
   const limit = spec.maxBufferedOctets ?? RELAY_DEFAULTS.maxBufferedOctets;
@@ -233,6 +271,154 @@ async function tcpRelay(spec: RelaySpec): Promise<Relay> {
     close: async () => {
       for (const s of sockets) s.destroy();
       server.close();
+    },
+  };
+}
+
+interface TunBinding {
+  openTun(name: string, netnsPath?: string): number;
+  watchTun(fd: number, onPacket: (packet: Buffer) => void, onError: (e: NodeJS.ErrnoException) => void): () => void;
+}
+
+function tunBinding(): TunBinding {
+  try {
+    return createRequire(import.meta.url)('@rddp/writev') as TunBinding;
+  } catch (e) {
+    throw new Error(`the TUN relay needs @rddp/writev's native build: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** A packet held in a direction's queue, and when it may leave (performance.now() ms). */
+interface Held {
+  readonly packet: Buffer;
+  readonly due: number;
+}
+
+async function tunRelay(spec: TunRelaySpec): Promise<Relay> {
+  const tun = tunBinding();
+  const random = seededRandom(spec.seed);
+  const stats: RelayStats = { ...newStats(), writeErrors: 0, readErrors: 0 };
+  const maxQueued = spec.maxQueued ?? RELAY_DEFAULTS.maxQueued;
+  const maxQueuedOctets = spec.maxQueuedOctets ?? RELAY_DEFAULTS.maxQueuedOctets;
+  const gap = reorderGapMs(spec);
+  const fds: number[] = [];
+  try {
+    for (const end of [spec.tunA, spec.tunB]) fds.push(tun.openTun(end.name, `/run/netns/${end.netns}`));
+  } catch (e) {
+    for (const fd of fds) fs.closeSync(fd);
+    throw e;
+  }
+  const [fdA, fdB] = fds as [number, number];
+  let closed = false;
+  let queued = 0;
+  let queuedOctets = 0;
+  const write = (fd: number, packet: Buffer) => {
+    queued--;
+    queuedOctets -= packet.length;
+    try {
+      fs.writeSync(fd, packet);
+      stats.forwarded++;
+    } catch {
+      (stats.writeErrors as number)++;
+    }
+  };
+  const lateTimers = new Set<NodeJS.Timeout>();
+  /** One direction: packets read from `from`, written to `to` in the order read (but the reordered ones). */
+  const direction = (to: number) => {
+    // A FIFO of packets whose due times never decrease; `head` is the next to leave.
+    let queue: Held[] = [];
+    let head = 0;
+    let lastDue = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const drain = () => {
+      timer = undefined;
+      if (closed) return;
+      const now = performance.now();
+      while (head < queue.length) {
+        const h = queue[head] as Held;
+        if (h.due > now) break;
+        queue[head++] = undefined as unknown as Held;
+        write(to, h.packet);
+      }
+      if (head === queue.length) {
+        queue = [];
+        head = 0;
+      } else {
+        if (head >= 1024 && head * 2 >= queue.length) {
+          queue = queue.slice(head);
+          head = 0;
+        }
+        arm();
+      }
+    };
+    // setTimeout counts whole ms from the loop's idea of now and may fire early: drain checks the time.
+    const arm = () => {
+      const h = queue[head] as Held;
+      timer = setTimeout(drain, Math.max(1, Math.ceil(h.due - performance.now())));
+    };
+    return {
+      /** The timer armed for the head of the queue, if any. */
+      pending: () => timer,
+      onPacket(packet: Buffer) {
+        if (closed) return;
+        if (queued >= maxQueued || queuedOctets + packet.length > maxQueuedOctets) {
+          stats.overflow++;
+          return;
+        }
+        queued++;
+        queuedOctets += packet.length;
+        if (queued > stats.peakQueued) stats.peakQueued = queued;
+        if (queuedOctets > stats.peakQueuedOctets) stats.peakQueuedOctets = queuedOctets;
+        const now = performance.now();
+        const due = now + spec.delayMs + random() * spec.jitterMs;
+        if (spec.reorder > 0 && random() < spec.reorder) {
+          // Apart from the FIFO: what is read after it leaves before it.
+          stats.reordered++;
+          const t = setTimeout(
+            () => {
+              lateTimers.delete(t);
+              if (!closed) write(to, packet);
+            },
+            Math.max(1, Math.ceil(due + gap - now)),
+          );
+          lateTimers.add(t);
+          return;
+        }
+        lastDue = Math.max(lastDue, due);
+        if (head === queue.length && lastDue <= now) {
+          write(to, packet);
+          return;
+        }
+        queue.push({ packet, due: lastDue });
+        if (!timer) arm();
+      },
+    };
+  };
+  const aToB = direction(fdB);
+  const bToA = direction(fdA);
+  const onError = (e: NodeJS.ErrnoException) => {
+    (stats.readErrors as number)++;
+    if (!closed) console.error(`relay: reading a TUN device: ${e.message}`);
+  };
+  const stops: (() => void)[] = [];
+  try {
+    stops.push(tun.watchTun(fdA, aToB.onPacket, onError));
+    stops.push(tun.watchTun(fdB, bToA.onPacket, onError));
+  } catch (e) {
+    for (const stop of stops) stop();
+    for (const fd of fds) fs.closeSync(fd);
+    throw e;
+  }
+  return {
+    port: 0,
+    stats,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      for (const stop of stops) stop();
+      for (const d of [aToB, bToA]) clearTimeout(d.pending());
+      for (const t of lateTimers) clearTimeout(t);
+      for (const fd of fds) fs.closeSync(fd);
     },
   };
 }
