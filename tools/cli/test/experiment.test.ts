@@ -2,10 +2,13 @@
  * `rddp experiment`, CI-sized: the real command builds its two namespaces and veth, runs 4 flows under
  * all four mappings at 0 % and 2 % loss (kernel nftables) with delay, jitter and reordering from the
  * user-space relay, and writes --out. Checked from outside: the exit code and table, results.json
- * (every flow verified, seeds, mappings, drops), samples.csv, and every SVG rendered to PNG (resvg) with
- * its expected series. Needs root, ip netns, nft and tc: fails in CI without them, skips visibly elsewhere.
+ * (every flow verified, seeds, mappings, drops, the capture's evidence), samples.csv, every SVG rendered
+ * to PNG (resvg) with its expected series — and the measure itself: the two control mappings, whose
+ * flows cannot hold each other (`sctp-assocs`, `tcp-conns`), read ≈ 0 head-of-line stall under loss,
+ * while one shared TCP connection (`tcp-shared`) reads a large one. Two experiments also run at once.
+ * Needs root, ip netns, nft, tc and dumpcap: fails in CI without them, skips visibly elsewhere.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,7 +34,7 @@ async function rddp(args: string[], opts: { uid?: number } = {}) {
   let err = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
   const [code] = (await once(child, 'exit')) as [number | null];
   clearTimeout(timer);
   return { code, out, err };
@@ -82,7 +85,7 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
     expect(r.code, r.out.slice(-4000)).toBe(0);
     expect(r.out).toContain('seed 4242 (repeat with --seed 4242)');
     expect(r.out).toContain('kernel nftables');
-    expect(r.out).toContain('user-space relay');
+    expect(r.out).toContain('user-space packet relay');
     for (const m of MAPPINGS) expect(r.out).toMatch(new RegExp(`\\n ${m}\\s+4\\s+2\\.0\\s.*\\syes\\n`));
 
     const json = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
@@ -102,7 +105,7 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
         expect(f.maxUs).toBeGreaterThanOrEqual(f.p999Us);
         messages += f.messages;
       }
-      expect(run.impairments.join(' ')).toContain('user-space relay');
+      expect(run.impairments.join(' ')).toContain('user-space packet relay');
       if (run.loss > 0) {
         expect(run.drops).toBeGreaterThan(0); // nftables really dropped packets
         expect(run.lossEvents).toBeGreaterThan(0); // and `nft monitor trace` reported them
@@ -114,13 +117,41 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
     expect(seeds.size).toBe(8);
 
     const csv = readFileSync(path.join(out, 'samples.csv'), 'utf8').trim().split('\n');
-    expect(csv[0]).toMatch(/^mapping,flows,loss,delay_ms,seed,flow,seq,.*latency_us,rtt_us,stall_us$/);
+    expect(csv[0]).toMatch(
+      /^mapping,flows,loss,delay_ms,seed,flow,seq,.*latency_us,rtt_us,post_wait_us,sender_wait_us,transit_us,own_loss_us,order_wait_us,stall_us,pause_us,process_us,unattributed_us$/,
+    );
     expect(csv.length - 1).toBe(messages);
 
+    // The measure (docs/EXPERIMENTS.md "Measures"): the capture found every message, and placed the drops.
+    const run = (m: string, loss: number) =>
+      json.runs.find((x: { mapping: string; loss: number }) => x.mapping === m && x.loss === loss);
+    for (const x of json.runs) {
+      expect(x.wire.messagesFound, `${x.mapping} ${x.loss} %`).toBe(4 * expected);
+      expect(x.wire.unmatchedDrops, `${x.mapping} ${x.loss} %`).toBe(0);
+      expect(x.wire.lostByCapture, `${x.mapping} ${x.loss} %`).toBe(0);
+      if (x.loss === 0) expect(x.stallTotalUs).toBe(0);
+      else expect(x.wire.dropped, `${x.mapping}: dropped packets found in the capture`).toBe(x.drops);
+    }
+    const shared = run('tcp-shared', 2);
+    expect(shared.stalledMessages, "tcp-shared stalls behind other flows' losses").toBeGreaterThanOrEqual(10);
+    expect(shared.stallTotalUs).toBeGreaterThan(50_000);
+    for (const control of ['sctp-assocs', 'tcp-conns']) {
+      const c = run(control, 2);
+      // ≈ 0: at most a coincidence or two (under 1 % of messages), and under 5 % of the shared connection's.
+      expect(c.stalledMessages, `${control} is a control: its flows cannot stall each other`).toBeLessThanOrEqual(
+        4 * expected * 0.01,
+      );
+      expect(c.stallTotalUs, `${control} stall`).toBeLessThan(Math.max(5_000, shared.stallTotalUs * 0.05));
+    }
+
     const svgs = readdirSync(out).filter((f) => f.endsWith('.svg'));
-    expect(svgs.filter((f) => f.startsWith('cdf-')).sort()).toEqual([
-      'cdf-flows4-loss0-delay2.svg',
-      'cdf-flows4-loss2-delay2.svg',
+    expect(svgs.filter((f) => f.startsWith('tail-')).sort()).toEqual([
+      'tail-flows4-loss0-delay2.svg',
+      'tail-flows4-loss2-delay2.svg',
+    ]);
+    expect(svgs.filter((f) => f.startsWith('waits-')).sort()).toEqual([
+      'waits-flows4-loss0-delay2.svg',
+      'waits-flows4-loss2-delay2.svg',
     ]);
     expect(svgs.filter((f) => f.startsWith('timeline-'))).toHaveLength(8);
     for (const f of svgs) {
@@ -131,9 +162,21 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
       expect(look.width).toBeLessThanOrEqual(2000);
       expect(look.height).toBeLessThanOrEqual(1200);
       expect(look.inked).toBeGreaterThan(look.width * look.height * 0.01);
+      // Every plot says what the run was.
+      expect(svg).toMatch(
+        /class="caption"[^>]*>4 flows × 200 Sends\/s × 1024 octets, 1\.5 s; loss [02] %\/direction, delay 2 ms \+ U\(0, 1\) ms, reorder 1 %; seed \d+</,
+      );
       const series = seriesOf(svg);
-      if (f.startsWith('cdf-')) {
+      if (f.startsWith('waits-')) {
+        // One stacked bar per mapping; under loss, tcp-shared's bar has a stall part.
+        const parts = [...svg.matchAll(/class="part" data-bar="([^"]+)" data-part="([^"]+)"/g)];
+        expect(new Set(parts.map((p) => p[1]))).toEqual(new Set(MAPPINGS));
+        if (f.includes('-loss2-')) expect(parts.some((p) => p[1] === 'tcp-shared' && p[2] === 'stallUs')).toBe(true);
+        continue;
+      }
+      if (f.startsWith('tail-')) {
         expect(series.map((m) => (m[1] as string).split(' ')[0])).toEqual(MAPPINGS);
+        expect(svg).toContain('1 − CDF, log');
       } else {
         expect(series.map((m) => m[1])).toEqual(['flow 0', 'flow 1', 'flow 2', 'flow 3']);
         const marks = (svg.match(/class="loss-event"/g) ?? []).length;
@@ -146,7 +189,35 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
         expect(look.colored.get(COLORS[i] as string)).toBeGreaterThan(50);
       }
     }
-  }, 120_000);
+  }, 320_000);
+
+  it('two experiments at once on one host: each in namespaces of its own, both verified, none left behind', async () => {
+    const args = (seed: string) => [
+      'experiment',
+      '--flows',
+      '2',
+      '--loss',
+      '1',
+      '--rate',
+      '100',
+      '-D',
+      '1',
+      '--seed',
+      seed,
+    ];
+    const [a, b] = await Promise.all([
+      rddp([...args('1'), '--mappings', 'sctp-streams,tcp-conns']),
+      rddp([...args('2'), '--mappings', 'tcp-shared,sctp-assocs']),
+    ]);
+    for (const r of [a, b]) {
+      expect(r.code, r.out.slice(-3000) + r.err).toBe(0);
+      expect(r.out).toMatch(/topology: namespaces rddp-x\d+-[0-9a-f]{4}-a/);
+    }
+    const ns = (r: { out: string }) => /namespaces (rddp-x\S+)/.exec(r.out)?.[1];
+    expect(ns(a)).not.toBe(ns(b));
+    const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+    for (const r of [a, b]) expect(left).not.toContain((ns(r) as string).slice(0, -2));
+  }, 320_000);
 });
 
 describe('rddp experiment without privileges', () => {

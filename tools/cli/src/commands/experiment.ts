@@ -9,6 +9,7 @@
  * namespace; they are not for direct use.
  */
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { topologyUnavailable } from '../experiment/topology.js';
 import { integerIn, numberIn, positiveUpTo } from '../flags.js';
@@ -46,6 +47,7 @@ interface Raw {
   out?: string;
   sweep?: boolean;
   json?: boolean;
+  keepCaptures?: boolean;
 }
 
 export function registerExperiment(program: Command): void {
@@ -80,7 +82,7 @@ export function registerExperiment(program: Command): void {
     .option('--credits <n>', 'outstanding messages per flow (receives the responder posts)', integerIn(1, 1024), '64')
     .option(
       '--stall-epsilon <ms>',
-      'lateness below which a message counts as on time (stall measure)',
+      'a receive wait up to this long is processing, never head-of-line stall',
       numberIn(0, 1000),
       '1',
     )
@@ -88,13 +90,16 @@ export function registerExperiment(program: Command): void {
     .option('--sweep', 'run the grid (loss × delay × flows × mappings) and write report.md to --out')
     .option('--out <dir>', 'write results.json, samples.csv, and the SVG plots there')
     .option('--json', 'one JSON summary per run on stdout instead of the table')
+    .option('--keep-captures', "keep each run's pcapng files (the link, each side's drops) in --out/captures")
     .addOption(new Option('--role <role>').hideHelp().choices(['server', 'client', 'relay']))
     .addOption(new Option('--spec <json>').hideHelp())
     .addHelpText(
       'after',
       `
-Needs root, ip netns, nft and tc: the command builds namespaces rddp-exp-a/b joined by a veth pair
-(10.78.0.1 <-> 10.78.0.2) and removes them at the end; elsewhere it stops with one line, exit 1.
+Needs root, ip netns, nft, tc and dumpcap: the command builds two namespaces of its own
+(rddp-x<pid>-<nonce>-a/b, 10.78.x.1 <-> 10.78.x.2) joined by a veth pair, captures the link and
+every drop to attribute each message's wait (stall, sender wait, own loss, ...), and removes them
+at the end; elsewhere it stops with one line, exit 1. Several experiments can run at once.
 
 Examples:
   rddp experiment --flows 4 --loss 0,2 --out /tmp/exp
@@ -109,6 +114,8 @@ Examples:
       if (mappings?.some((m) => !known.includes(m)))
         throw new UsageError(`--mappings takes ${known.join(', ')} or all (got ${raw.mappings})`);
       if (raw.sweep && !raw.out) throw new UsageError('--sweep writes a report: give --out DIR');
+      if (raw.keepCaptures && !raw.out)
+        throw new UsageError('--keep-captures writes to --out DIR/captures: give --out');
       const why = topologyUnavailable();
       if (why) {
         process.stderr.write(`rddp: experiment ${why}\n`);
@@ -132,6 +139,7 @@ Examples:
         sweep: raw.sweep ?? false,
         json: raw.json ?? false,
         ...(raw.out ? { out: raw.out } : {}),
+        ...(raw.keepCaptures && raw.out ? { capturesDir: path.join(raw.out, 'captures') } : {}),
         command: ['rddp', ...process.argv.slice(2)].join(' '),
       });
     });

@@ -5,21 +5,24 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import {
+  attribute,
   type ClientFlow,
   type FlowResult,
   flowResults,
-  joinSamples,
+  joinTimes,
+  type LatencyParts,
+  type LossOnWire,
   overall,
   type Sample,
-  stalls,
 } from './analysis.js';
 import { ExperimentRunError } from './errors.js';
 import type { RelaySpec, RelayStats } from './relay.js';
 import { mix32 } from './rng.js';
 import type { Topology } from './topology.js';
-
-export interface LossEvent { readonly atUs: number }
+import { decodeWire } from './wire.js';
 import { type ClientReport, type Mapping, planOf, type ServerReport, type WorkloadSpec } from './workload.js';
 
 export interface Point {
@@ -42,6 +45,8 @@ export interface Common {
   /** ε of the stall measure, µs. */
   readonly epsUs: number;
   readonly seed: number;
+  /** Keep each run's captures (pcapng: the link, and the drops of each side) in this folder. */
+  readonly capturesDir?: string;
 }
 
 export interface RunResult extends Point {
@@ -54,12 +59,26 @@ export interface RunResult extends Point {
   readonly impairments: string[];
   readonly drops: number;
   readonly relay?: RelayStats;
-  readonly overall: { p50Us: number; p99Us: number; p999Us: number; maxUs: number };
+  readonly overall: { p50Us: number; p99Us: number; p999Us: number; maxUs: number; parts: LatencyParts };
   readonly goodputMBps: number;
   readonly stallTotalUs: number;
   readonly stalledMessages: number;
+  /** What the capture saw: link packets, those dropped, drop records it could not place. */
+  readonly wire: {
+    packets: number;
+    dropped: number;
+    unmatchedDrops: number;
+    messagesFound: number;
+    /** Packets the captures themselves lost (buffer overflow): evidence missing. */
+    lostByCapture: number;
+    /** Packets the TUN devices' queues dropped (the relay fell behind): loss no rule made. */
+    tunQueueDrops: number;
+  };
+  /** Each side's event-loop pauses, summed (µs). */
+  readonly pauses: { initiatorUs: number; responderUs: number };
   readonly perFlow: FlowResult[];
-  readonly losses: LossEvent[];
+  /** Every dropped packet the capture decoded: when, which direction, data or control, whose data. */
+  readonly losses: readonly LossOnWire[];
   readonly samples: Sample[];
 }
 
@@ -72,15 +91,16 @@ export function pointSeed(seed: number, p: Point): number {
 
 /** Which impairment came from where. */
 export function impairmentSources(p: Point, c: Common, netem: boolean): string[] {
-  const out = [`loss ${p.loss} % per direction: kernel nftables (numgen random on each veth input)`];
-  if (c.rateMbit > 0) out.push(`rate ${c.rateMbit} Mbit/s per direction: kernel tc tbf on each veth`);
+  const relayed = p.delayMs > 0 || c.jitterMs > 0 || c.reorder > 0;
+  const link = relayed ? 'the TUN link' : 'the veth';
+  const out = [`loss ${p.loss} % per direction: kernel nftables (numgen random on each input from ${link})`];
+  if (c.rateMbit > 0) out.push(`rate ${c.rateMbit} Mbit/s per direction: kernel tc tbf on each side of ${link}`);
   const netemNote = netem ? 'netem present but not used, for one method everywhere' : 'kernel has no netem';
   if (p.delayMs > 0 || c.jitterMs > 0)
     out.push(
-      `delay ${p.delayMs} ms + jitter U(0, ${c.jitterMs}) ms per direction: user-space relay (${netemNote}; TCP: order-keeping byte relay)`,
+      `delay ${p.delayMs} ms + jitter U(0, ${c.jitterMs}) ms per direction: user-space packet relay between two TUN devices (${netemNote}; TCP and SCTP both see it in their round trip)`,
     );
-  if (c.reorder > 0)
-    out.push(`reordering ${c.reorder} % of datagrams: user-space relay (UDP only; TCP cannot reorder a byte stream)`);
+  if (c.reorder > 0) out.push(`reordering ${c.reorder} % of packets: user-space packet relay`);
   return out;
 }
 
@@ -150,53 +170,67 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
     durationS: c.durationS,
     seed,
     credits: c.credits,
-    // Relayed: the responder on loopback, the relay on the veth address with the same port (the SCTP
-    // packets name the port they were sent to, and llp-sctp's endpoint answers only its own).
-    host: relayed ? '127.0.0.1' : '0.0.0.0',
+    host: '0.0.0.0',
     port,
   };
   const limit = (c.durationS + 120) * 1000;
+  // Relayed: the initiator reaches the responder through the TUN pair and the packet relay; otherwise
+  // over the veth. The capture is on B's side of the link used.
+  const capture = await topo.capture(relayed ? 'tun' : 'veth');
+  const tunDropsBefore = relayed ? topo.tunQueueDrops() : 0;
   const server = role(topo, 'b', ['--role', 'server', '--spec', JSON.stringify(spec)], limit);
   let relay: ReturnType<typeof role> | undefined;
   try {
     await server.listening;
-    let target = port;
     if (relayed) {
       const rs: RelaySpec = {
-        proto: plan.transport === 'sctp' ? 'udp' : 'tcp',
-        listenHost: topo.names.addrB,
-        listenPort: port,
-        upstreamHost: '127.0.0.1',
-        upstreamPort: port,
+        proto: 'tun',
+        tunA: { name: topo.names.tunA, netns: topo.names.nsA },
+        tunB: { name: topo.names.tunB, netns: topo.names.nsB },
         delayMs: p.delayMs,
         jitterMs: c.jitterMs,
         reorder: c.reorder / 100,
         seed: mix32(seed ^ 0x5eed),
       };
       relay = role(topo, 'b', ['--role', 'relay', '--spec', JSON.stringify(rs)], limit);
-      target = await relay.listening;
+      await relay.listening;
     }
-    const client = role(
-      topo,
-      'a',
-      ['--role', 'client', '--spec', JSON.stringify({ ...spec, host: topo.names.addrB, port: target })],
-      limit,
-    );
-    const cr = (await client.done) as ClientReport;
-    const sr = (await server.done) as ServerReport;
+    const host = relayed ? topo.names.tunAddrB : topo.names.addrB;
+    const client = role(topo, 'a', ['--role', 'client', '--spec', JSON.stringify({ ...spec, host, port })], limit);
+    type Paused = { pauses?: [number, number][] };
+    const cr = (await client.done) as ClientReport & Paused;
+    const sr = (await server.done) as ServerReport & Paused;
     let relayStats: RelayStats | undefined;
     if (relay) {
       relay.child.kill('SIGTERM');
       relayStats = (await relay.done) as RelayStats;
     }
     const drops = topo.dropped();
-    const losses: LossEvent[] = [];
+    const tunQueueDrops = relayed ? topo.tunQueueDrops() - tunDropsBefore : 0;
+    const files = await capture.stop();
+    if (c.capturesDir) {
+      const base = path.join(c.capturesDir, `${p.mapping}-flows${p.flows}-loss${p.loss}-delay${p.delayMs}`);
+      await mkdir(c.capturesDir, { recursive: true });
+      await writeFile(`${base}-link.pcapng`, files.link);
+      for (const [i, d] of files.drops.entries()) await writeFile(`${base}-drops-${'ab'[i]}.pcapng`, d);
+    }
+    const wire = decodeWire({
+      link: files.link,
+      drops: files.drops,
+      clockOffsetUs: topo.clockOffsetUs,
+      initiator: relayed ? topo.names.tunAddrA : topo.names.addrA,
+      responder: relayed ? topo.names.tunAddrB : topo.names.addrB,
+      transport: plan.transport,
+    });
     const expected = Math.floor(c.durationS * c.rate);
-    const samples = stalls(
-      joinSamples(cr.flows, sr.flows),
-      c.epsUs,
-      losses.map((l) => l.atUs),
-    );
+    const serverPauses = sr.pauses ?? [];
+    const samples = attribute(joinTimes(cr.flows, sr.flows), wire, {
+      epsUs: c.epsUs,
+      captureAfterUs: relayed ? p.delayMs * 1000 : 0,
+      linkJitterUs: relayed ? c.jitterMs * 1000 : 0,
+      receiverPauses: serverPauses,
+    });
+    const pauseSum = (iv: readonly (readonly [number, number])[]) => iv.reduce((a, [x, y]) => a + (y - x), 0);
     const perFlow = flowResults(
       samples,
       cr.flows as ClientFlow[],
@@ -212,7 +246,7 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
       startUs: cr.startUs,
       endUs: cr.endUs,
       verified: perFlow.length === p.flows && perFlow.every((f) => f.verified),
-      problems: [...cr.problems, ...sr.problems].slice(0, 20),
+      problems: [...cr.problems, ...sr.problems, ...wire.problems.map((x) => `capture: ${x}`)].slice(0, 20),
       impairments: impairmentSources(p, c, topo.netemAvailable),
       drops,
       ...(relayStats ? { relay: relayStats } : {}),
@@ -220,11 +254,21 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
       goodputMBps: perFlow.reduce((a, f) => a + f.goodputMBps, 0),
       stallTotalUs: perFlow.reduce((a, f) => a + f.stallTotalUs, 0),
       stalledMessages: perFlow.reduce((a, f) => a + f.stalledMessages, 0),
+      wire: {
+        packets: wire.packets,
+        dropped: wire.dropped,
+        unmatchedDrops: wire.unmatchedDrops,
+        messagesFound: wire.messages.filter((m) => m.dir === 'request').length,
+        lostByCapture: files.lostByCapture,
+        tunQueueDrops,
+      },
+      pauses: { initiatorUs: pauseSum(cr.pauses ?? []), responderUs: pauseSum(serverPauses) },
       perFlow,
-      losses,
+      losses: wire.losses,
       samples,
     };
   } finally {
+    await capture.stop();
     server.child.kill('SIGKILL');
     relay?.child.kill('SIGKILL');
   }

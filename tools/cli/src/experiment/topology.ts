@@ -57,9 +57,14 @@ export interface TopologyNames {
   readonly nsB: string;
   readonly devA: string;
   readonly devB: string;
-  /** Initiator (namespace A) and responder (namespace B) addresses. */
+  /** Initiator (namespace A) and responder (namespace B) addresses on the veth. */
   readonly addrA: string;
   readonly addrB: string;
+  /** The TUN pair the packet relay joins (delay, jitter, reordering), and its addresses. */
+  readonly tunA: string;
+  readonly tunB: string;
+  readonly tunAddrA: string;
+  readonly tunAddrB: string;
 }
 
 const NAME = /^rddp-x(\d+)-([0-9a-f]{4})-[ab]$/;
@@ -69,6 +74,7 @@ export function topologyNames(pid: number, nonce: string): TopologyNames {
   const n = Number.parseInt(nonce, 16);
   const net = `10.78.${n & 0xff}`;
   const dev = `rx${pid.toString(36)}${nonce.slice(0, 3)}`;
+  const tunNet = `10.79.${n & 0xff}`;
   return {
     nsA: `rddp-x${pid}-${nonce}-a`,
     nsB: `rddp-x${pid}-${nonce}-b`,
@@ -76,6 +82,10 @@ export function topologyNames(pid: number, nonce: string): TopologyNames {
     devB: `${dev}b`,
     addrA: `${net}.1`,
     addrB: `${net}.2`,
+    tunA: `${dev}ta`,
+    tunB: `${dev}tb`,
+    tunAddrA: `${tunNet}.1`,
+    tunAddrB: `${tunNet}.2`,
   };
 }
 
@@ -112,9 +122,16 @@ export function reapStaleNamespaces(): string[] {
 }
 
 /** The captures of one run: the veth in B (both directions, drops included) and each side's drops. */
+export interface CapturedRun {
+  readonly link: Uint8Array;
+  readonly drops: Uint8Array[];
+  /** Packets each capture says it lost (its buffer overflowed): evidence missing. */
+  readonly lostByCapture: number;
+}
+
 export interface RunCapture {
   /** Stops the captures and returns their files' octets. */
-  stop(): Promise<{ link: Uint8Array; drops: Uint8Array[] }>;
+  stop(): Promise<CapturedRun>;
 }
 
 export interface Topology {
@@ -125,8 +142,10 @@ export interface Topology {
   setLoss(percent: number): void;
   /** Packets nftables dropped since the last setLoss. */
   dropped(): number;
-  /** Starts this run's captures; resolves once every one of them is recording. */
-  capture(): Promise<RunCapture>;
+  /** Starts this run's captures (the veth, or the TUN link with `tun`); resolves once each is recording. */
+  capture(link: 'veth' | 'tun'): Promise<RunCapture>;
+  /** Packets the TUN devices' own queues dropped (the relay fell behind): loss no rule made. */
+  tunQueueDrops(): number;
   /** `ip netns exec <ns> <cmd…>` as a child process. */
   exec(side: 'a' | 'b', argv: readonly string[]): ChildProcess;
   teardown(): void;
@@ -173,6 +192,24 @@ export function buildTopology(o: TopologyOptions): Topology {
     ] as const) {
       sh(['ip', '-n', ns, 'link', 'set', dev, 'up']);
       sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up']);
+    }
+    // The TUN pair: persistent devices the packet relay (./relay.ts) attaches to; no IPv6 chatter on it;
+    // a long queue, so the relay's pauses show as delay, not as loss no rule made (counted all the same).
+    for (const [ns, tun, me, peer] of [
+      [nsA, names.tunA, names.tunAddrA, names.tunAddrB],
+      [nsB, names.tunB, names.tunAddrB, names.tunAddrA],
+    ] as const) {
+      sh(['ip', '-n', ns, 'tuntap', 'add', 'dev', tun, 'mode', 'tun']);
+      sh(['ip', 'netns', 'exec', ns, 'sysctl', '-qw', `net.ipv6.conf.${tun}.disable_ipv6=1`]);
+      sh(['ip', '-n', ns, 'addr', 'add', me, 'peer', peer, 'dev', tun]);
+      sh(['ip', '-n', ns, 'link', 'set', tun, 'mtu', '1500', 'txqueuelen', '10000', 'up']);
+    }
+    for (const [ns, dev] of [
+      [nsA, devA],
+      [nsA, names.tunA],
+      [nsB, devB],
+      [nsB, names.tunB],
+    ] as const) {
       if (o.rateMbit > 0) {
         // Burst: at least 64 KiB or 2 ms at the rate, so a rate above a few Mbit/s is reachable.
         const burst = Math.max(65_536, Math.ceil((o.rateMbit * 1e6) / 8 / 500));
@@ -203,7 +240,10 @@ export function buildTopology(o: TopologyOptions): Topology {
     captures.add(c);
     let err = '';
     const started = new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new TopologyUnavailableError(`dumpcap on ${iface} did not start: ${err}`)), 10_000);
+      const t = setTimeout(
+        () => reject(new TopologyUnavailableError(`dumpcap on ${iface} did not start: ${err}`)),
+        10_000,
+      );
       c.stderr?.on('data', (d: Buffer) => {
         if (err.length < 4096) err += d.toString();
         if (/Capturing on/.test(err)) {
@@ -217,7 +257,12 @@ export function buildTopology(o: TopologyOptions): Topology {
       });
     });
     const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    return { child: c, started, exited };
+    // At exit dumpcap says "Packets received/dropped on interface 'x': R/D (pcap:P/dumpcap:D/…)".
+    const lost = () => {
+      const m = /received\/dropped on interface '[^']*': \d+\/(\d+)/.exec(err);
+      return m ? Number(m[1]) : 0;
+    };
+    return { child: c, started, exited, lost };
   };
   return {
     names,
@@ -235,7 +280,7 @@ export function buildTopology(o: TopologyOptions): Topology {
         const perMillion = Math.round(percent * 10_000);
         nft(
           ns,
-          ...`add rule inet rddp_exp in iifname ${dev} numgen random mod 1000000 < ${perMillion} counter log group ${NFLOG_GROUP} drop`.split(
+          ...`add rule inet rddp_exp in iifname { ${dev}, ${ns === nsA ? names.tunA : names.tunB} } numgen random mod 1000000 < ${perMillion} counter log group ${NFLOG_GROUP} snaplen 256 queue-threshold 1 drop`.split(
             ' ',
           ),
         );
@@ -247,11 +292,24 @@ export function buildTopology(o: TopologyOptions): Topology {
         for (const m of nft(ns, 'list', 'ruleset').matchAll(/counter packets (\d+)/g)) n += Number(m[1]);
       return n;
     },
-    async capture() {
+    tunQueueDrops() {
+      let n = 0;
+      for (const [ns, tun] of [
+        [nsA, names.tunA],
+        [nsB, names.tunB],
+      ] as const) {
+        const j = JSON.parse(sh(['ip', '-n', ns, '-j', '-s', 'link', 'show', tun])) as {
+          stats64?: { tx?: { dropped?: number } };
+        }[];
+        n += j[0]?.stats64?.tx?.dropped ?? 0;
+      }
+      return n;
+    },
+    async capture(link) {
       const k = runs++;
       const files = [`link-${k}.pcapng`, `drops-a-${k}.pcapng`, `drops-b-${k}.pcapng`].map((f) => path.join(dir, f));
       const procs = [
-        dumpcap(nsB, devB, files[0] as string),
+        dumpcap(nsB, link === 'tun' ? names.tunB : devB, files[0] as string),
         dumpcap(nsA, `nflog:${NFLOG_GROUP}`, files[1] as string),
         dumpcap(nsB, `nflog:${NFLOG_GROUP}`, files[2] as string),
       ];
@@ -262,17 +320,29 @@ export function buildTopology(o: TopologyOptions): Topology {
         throw e;
       }
       for (const p of procs) p.started.catch(() => {});
+      let stopped: Promise<CapturedRun> | undefined;
+      const stop = async (): Promise<CapturedRun> => {
+        // dumpcap writes a block of packets when the kernel retires it (its read timeout, 250 ms) and
+        // does not drain the last one at SIGTERM: let it retire first.
+        await new Promise((r) => setTimeout(r, 600));
+        for (const p of procs) p.child.kill('SIGTERM');
+        await Promise.race([Promise.all(procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 10_000))]);
+        const read = (f: string) => {
+          const b = existsSync(f) ? readFileSync(f) : Buffer.alloc(0);
+          rmSync(f, { force: true });
+          return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+        };
+        for (const p of procs) captures.delete(p.child);
+        return {
+          link: read(files[0] as string),
+          drops: [read(files[1] as string), read(files[2] as string)],
+          lostByCapture: procs.reduce((a, p) => a + p.lost(), 0),
+        };
+      };
       return {
-        async stop() {
-          for (const p of procs) p.child.kill('SIGTERM');
-          await Promise.race([Promise.all(procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 10_000))]);
-          const read = (f: string) => {
-            const b = existsSync(f) ? readFileSync(f) : Buffer.alloc(0);
-            rmSync(f, { force: true });
-            return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-          };
-          for (const p of procs) captures.delete(p.child);
-          return { link: read(files[0] as string), drops: [read(files[1] as string), read(files[2] as string)] };
+        stop() {
+          stopped ??= stop();
+          return stopped;
         },
       };
     },
