@@ -4,6 +4,7 @@ export { exitStatus, type KitOptions, kitMode, listCases, runKit, stdoutReport }
 export { jsonReport, junitReport, markdownReport, tableReport } from './conformance/report.js';
 export type { CaseResult, ConformanceCase, Mode, Role, RunSummary, Verdict } from './conformance/types.js';
 export * from './dissect/index.js';
+export { SCTP_CHUNK_NAMES } from './dissect/sctp.js';
 export * from './pcap/read.js';
 export * from './wire/constants.js';
 export * from './wire/crc.js';

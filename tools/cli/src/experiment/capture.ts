@@ -12,6 +12,7 @@
  * (RFC 5043: PPID 16; PPID 17 is session control). DDP headers per RFC 5041 §4. IPv4 only (the link is).
  * Checksums are not checked: veth leaves them partial.
  */
+import { SCTP_CHUNK_NAMES } from '@rddp/conformance';
 import { type CaptureRecord, networkPayload, PcapFormatError, readCapture } from './pcap.js';
 
 /** A capture that cannot be decoded (bad file, bad address, an MPA option the decoder does not support). */
@@ -725,7 +726,7 @@ class Decoder {
             : `DATA TSN ${tsn} stream ${stream} SSN ${ssn}`,
           tsn: u,
         });
-      } else items.push({ text: CHUNK_NAMES[c.type] ?? `chunk type ${c.type}` });
+      } else items.push({ text: SCTP_CHUNK_NAMES[c.type] ?? `chunk type ${c.type}` });
     }
     if (p.dropped) this.sites.set(p, { kind: 'sctp', lane, items });
   }
@@ -1034,29 +1035,6 @@ const DATA_B = 0x02;
 const DATA_E = 0x01;
 /** RFC 5043 §5.2 (IANA): DDP Segment. */
 const PPID_DDP_SEGMENT = 16;
-
-const CHUNK_NAMES: Readonly<Record<number, string>> = {
-  1: 'INIT',
-  2: 'INIT ACK',
-  3: 'SACK',
-  4: 'HEARTBEAT',
-  5: 'HEARTBEAT ACK',
-  6: 'ABORT',
-  7: 'SHUTDOWN',
-  8: 'SHUTDOWN ACK',
-  9: 'ERROR',
-  10: 'COOKIE ECHO',
-  11: 'COOKIE ACK',
-  14: 'SHUTDOWN COMPLETE',
-  15: 'AUTH',
-  16: 'NR-SACK',
-  128: 'ASCONF ACK',
-  130: 'RE-CONFIG',
-  132: 'PAD',
-  192: 'FORWARD TSN',
-  193: 'ASCONF',
-  194: 'I-FORWARD-TSN',
-};
 
 interface ChunkRef {
   readonly type: number;

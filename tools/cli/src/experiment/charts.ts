@@ -42,6 +42,17 @@ function esc(s: string): string {
 }
 const r1 = (v: number) => Math.round(v * 10) / 10;
 
+/** A legend's swatches and labels, one row every 20 px from `top`. */
+function legendSvg(items: readonly { label: string; x: number; row: number; color: string }[], top: number): string[] {
+  return items.flatMap((it) => {
+    const ly = top + it.row * 20;
+    return [
+      `<rect x="${it.x}" y="${ly}" width="14" height="14" fill="${it.color}"/>`,
+      `<text class="legend" x="${it.x + 20}" y="${ly + 11}">${esc(it.label)}</text>`,
+    ];
+  });
+}
+
 export function plotSvg(p: Plot): string {
   const pts = p.series.flatMap((s) => s.points).filter((q) => Number.isFinite(q.x) && Number.isFinite(q.y));
   const xs = pts.map((q) => q.x);
@@ -144,14 +155,7 @@ export function plotSvg(p: Plot): string {
       `<path class="series" data-series="${esc(s.label)}" d="${path(ok) ?? ''}" fill="none" stroke="${color}" stroke-width="1.5"/>`,
     );
   });
-  for (const it of items) {
-    const ly = legendTop + it.row * 20;
-    out.push(
-      `<rect x="${it.x}" y="${ly}" width="14" height="14" fill="${it.color}"/>`,
-      `<text class="legend" x="${it.x + 20}" y="${ly + 11}">${esc(it.label)}</text>`,
-    );
-  }
-  out.push('</svg>');
+  out.push(...legendSvg(items, legendTop), '</svg>');
   return `${out.join('\n')}\n`;
 }
 
@@ -310,13 +314,6 @@ export function waitsChart(
     `<line x1="${left}" y1="${axisY}" x2="${left + plotW}" y2="${axisY}" stroke="black"/>`,
     `<text class="x-label" x="${r1(left + plotW / 2)}" y="${axisY + 38}" text-anchor="middle">time messages spent waiting, summed over the run (s)</text>`,
   );
-  for (const it of items) {
-    const ly = legendTop + it.row * 20;
-    out.push(
-      `<rect x="${it.x}" y="${ly}" width="14" height="14" fill="${it.color}"/>`,
-      `<text class="legend" x="${it.x + 20}" y="${ly + 11}">${esc(it.label)}</text>`,
-    );
-  }
-  out.push('</svg>');
+  out.push(...legendSvg(items, legendTop), '</svg>');
   return `${out.join('\n')}\n`;
 }

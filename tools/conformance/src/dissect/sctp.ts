@@ -22,7 +22,8 @@ export const MAX_SCTP_FRAGMENTS = 1 << 16;
 /** TSNs remembered per direction to drop retransmissions. */
 export const MAX_SCTP_TSNS = 1 << 16;
 
-const CHUNK_NAMES: Readonly<Record<number, string>> = {
+/** SCTP chunk types by name (RFC 9260 §3.2, RFC 8260, RFC 3758, RFC 5061, RFC 6525, RFC 4820). */
+export const SCTP_CHUNK_NAMES: Readonly<Record<number, string>> = {
   0: 'DATA',
   1: 'INIT',
   2: 'INIT ACK',
@@ -37,11 +38,14 @@ const CHUNK_NAMES: Readonly<Record<number, string>> = {
   11: 'COOKIE ACK',
   14: 'SHUTDOWN COMPLETE',
   15: 'AUTH',
+  16: 'NR-SACK',
   64: 'I-DATA',
   128: 'ASCONF ACK',
   130: 'RE-CONFIG',
+  132: 'PAD',
   192: 'FORWARD TSN',
   193: 'ASCONF',
+  194: 'I-FORWARD-TSN',
 };
 
 /** DDP Stream Session Control function codes as this project's SCTP LLP sends them (RFC 5043 §5.2.2). */
@@ -179,7 +183,7 @@ export class SctpAssociation {
     flags: number,
     value: Uint8Array,
   ): void {
-    const name = CHUNK_NAMES[type] ?? `chunk type ${type}`;
+    const name = SCTP_CHUNK_NAMES[type] ?? `chunk type ${type}`;
     if (type === 0) {
       if (value.byteLength < 12) {
         this.rec.event(conn, frame, label, 'sctp-chunk', 'short DATA chunk', [
