@@ -124,6 +124,18 @@ describe('experiment attribution (synthetic traces)', () => {
     expect(one(attribute(times, wire, opts), 1, 0)).toMatchObject({ stallUs: 4000 - 2010, processUs: 1000 });
   });
 
+  it("the floor is taken net of the responder's pauses: a paused receiver still shows a real stall", () => {
+    const slow = Array.from({ length: 200 }, (_, i) => timed(2, i, 100_000 + i * 5000, 100_000 + i * 5000 + 4010));
+    const slowWire = Array.from({ length: 200 }, (_, i) => msg(2, i, 100_000 + i * 5000));
+    // Every one of the slow waits is the responder paused.
+    const receiverPauses = slow.map((m) => [m.scheduledUs + 10, m.deliveredUs] as const);
+    const times = [timed(0, 0, 900, 6050), timed(1, 0, 1900, 5000)];
+    const wire = { messages: [...sharedTrace.wire.messages, ...slowWire], losses: [loss(1000, 4000, [0])] };
+    const s = attribute([...times, ...slow], wire, { ...opts, receiverPauses });
+    expect(one(s, 1, 0)).toMatchObject({ stallUs: 4000 - 2010, processUs: 1000 });
+    expect(one(s, 2, 7)).toMatchObject({ stallUs: 0, pauseUs: 4000 });
+  });
+
   it('a message delivered long after the repair was not released by it: no stall', () => {
     const times = [timed(0, 0, 900, 6050), timed(1, 0, 1900, 9000)];
     const s = attribute(times, sharedTrace.wire, opts);

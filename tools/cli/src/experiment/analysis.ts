@@ -18,7 +18,8 @@
  *                longer than the floor, and delivered within the floor after that repair (the repair
  *                released it), is a stall. The floor is the larger of ε (+ the relay's jitter) and the
  *                run's p99 receive wait of messages no repair could have held: what a message waits
- *                at that receiver anyway, so a slow receiver's waits are not read as stall.
+ *                at that receiver anyway, so a slow receiver's waits are not read as stall. Waits are
+ *                taken net of the responder's pauses throughout.
  *     pause      the responder's event loop not running (its own report of late timers)
  *     process    the rest: the receiving stack and the responder handling m
  *
@@ -278,7 +279,7 @@ export function attribute(times: readonly Timed[], wire: WireEvidence, o: Attrib
   // have held (no repair ended inside their wait). A wait within it is what a message waits anyway.
   const clean = cuts
     .filter((c) => c.t.length === 6 && Number.isNaN(c.repairEnd))
-    .map((c) => c.end - (c.t[5] as number))
+    .map((c) => c.end - (c.t[5] as number) - covered(pauses, c.t[5] as number, c.end))
     .sort((a, b) => a - b);
   const threshold = Math.max(o.epsUs + o.linkJitterUs, quantile(clean, 0.99) || 0);
   const out: Sample[] = [];
@@ -314,9 +315,10 @@ export function attribute(times: readonly Timed[], wire: WireEvidence, o: Attrib
     }
     const [, , t2, t3, t4, t5] = t as [number, number, number, number, number, number];
     const pauseUs = covered(pauses, t5, end);
-    // Stalled: waited past the floor, and was released by the repair (delivered within the floor of it).
+    // Stalled: waited past the floor, and was released by the repair (delivered within the floor of it);
+    // every wait net of the responder's pauses.
     const stallUs =
-      end - t5 > threshold && end - repairEnd <= threshold
+      end - t5 - pauseUs > threshold && end - repairEnd - covered(pauses, repairEnd, end) <= threshold
         ? Math.max(0, repairEnd - t5 - covered(pauses, t5, repairEnd))
         : 0;
     out.push({
