@@ -511,6 +511,9 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.teardown ??= 'remote';
     // RFC 4960 §9.2: after SHUTDOWN nothing new may be sent; every stream ends as the peer closed.
     this.queue?.stopNew(new StreamClosedError('the peer shut the association down'));
+    // Its Cumulative TSN Ack acknowledges DATA as a SACK's does (the package has processed it): what it
+    // covers is done now, not only once the association is gone.
+    this.queue?.onSack();
     for (const s of this.streams) if (s.state !== 'closed') s.end({ graceful: true, initiator: 'remote' });
   }
 

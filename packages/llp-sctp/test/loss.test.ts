@@ -6,6 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
+import { signSctpPacket } from '../src/crc32c.js';
 import { allAcked, type PkgAssociation } from '../src/pkg.js';
 import { ChunkType, chunks, dataChunks } from '../src/wire.js';
 import { type BarePair, barePairOnLink, pattern, until } from './harness.js';
@@ -154,6 +155,48 @@ describe('loss recovery of the patched sctp package', () => {
     a.SHUTDOWN();
     await done;
     expect(shutdowns).toBe(2);
+  });
+
+  it('RFC 4960 §9.2: the Cumulative TSN Ack of SHUTDOWN acknowledges DATA whose SACKs were lost, and the shutdown completes', async () => {
+    const pair = await barePairOnLink();
+    pairs.push(pair);
+    const a = pair.clientAssociation as Tcb;
+    const b = pair.serverAssociation as Tcb;
+    for (const x of [a, b]) x.SETPROTOCOLPARAMETERS({ rto_initial: 100, rto_min: 100, rto_max: 60_000 });
+    // Every SACK the client sends is lost from here on (stripped from the packets that carry one): only
+    // its SHUTDOWN's Cumulative TSN Ack can tell the server that its DATA arrived.
+    let sacksLost = 0;
+    pair.clientEnd.mangle = (p) => {
+      const kept = chunks(p).filter((c) => c.type !== ChunkType.SACK);
+      if (kept.length === chunks(p).length) return p;
+      sacksLost++;
+      return signSctpPacket(
+        Buffer.concat([p.subarray(0, 12), ...kept.map((c) => p.subarray(c.offset, c.offset + ((c.length + 3) & ~3)))]),
+      );
+    };
+    pair.clientEnd.drop = (p) => {
+      const cs = chunks(p);
+      if (cs.length === 0 || cs.some((c) => c.type !== ChunkType.SACK)) return false;
+      sacksLost++;
+      return true;
+    };
+    const dataSent = dataLog(() => false);
+    pair.serverEnd.tap = (p) => dataSent.drop(p);
+    const message = pattern(1000, 3);
+    const got = new Promise<Buffer>((r) => pair.client.once('data', (d: Buffer) => r(d)));
+    b.SEND(message, { stream_id: 0, ppid: 0 }, () => {});
+    expect((await got).equals(message)).toBe(true);
+    expect(allAcked(b)).toBe(false);
+    let lost = false;
+    for (const x of [a, b]) x.once('COMMUNICATION LOST', () => (lost = true));
+    const serverDone = new Promise<void>((r) => b.once('SHUTDOWN COMPLETE', () => r()));
+    const clientDone = new Promise<void>((r) => a.once('SHUTDOWN COMPLETE', () => r()));
+    a.SHUTDOWN();
+    await Promise.all([clientDone, serverDone]);
+    expect(lost).toBe(false);
+    expect(sacksLost).toBeGreaterThan(0);
+    // Acknowledged by the SHUTDOWN: not sent again T3-rtx after T3-rtx until T2-shutdown gave up.
+    for (const [, times] of dataSent.sent) expect(times.length).toBeLessThanOrEqual(2);
   });
 
   it('RFC 4960 §6.2, §6.5: with its window closed the receiver drops the largest TSN held for reordering; SSNs start at 0', () => {

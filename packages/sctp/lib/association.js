@@ -724,6 +724,10 @@ class Association extends EventEmitter {
        send a SHUTDOWN in response to a ULP request, and should discard
        subsequent SHUTDOWN chunks.
        */
+      // [rddp] RFC 4960 §9.2: discarded as a SHUTDOWN, not as an acknowledgement:
+      // the SHUTDOWN sender answers our DATA with SHUTDOWN alone, so its
+      // Cumulative TSN Ack is what acknowledges it (as Linux does in this state).
+      this._ackFromShutdown(chunk)
       return
     }
 
@@ -762,10 +766,25 @@ class Association extends EventEmitter {
     this.state = 'SHUTDOWN-RECEIVED'
     // [rddp] RFC 4960 §9.2: the SHUTDOWN ACK goes once all outstanding DATA is
     // acknowledged, here or from onSack() (the package only checked flightsize,
-    // here, and never sent it later).
+    // here, and never sent it later). The SHUTDOWN's Cumulative TSN Ack is
+    // checked first: it acknowledges DATA as a SACK's does (the package ignored
+    // it: DATA whose SACK was lost went again on each T3-rtx until a SACK got
+    // through, or T2-shutdown gave up and the association was lost).
     if (Object.keys(this.sent).length === 0) {
       this._sendShutdownAck(source)
+    } else {
+      this._ackFromShutdown(chunk)
     }
+  }
+
+  // [rddp] RFC 4960 §9.2: the Cumulative TSN Ack of a SHUTDOWN, processed as a
+  // SACK without Gap Ack Blocks (§6.2.1 D: one below the Cumulative TSN Ack Point
+  // is ignored); onSack() sends the SHUTDOWN ACK once nothing is outstanding.
+  _ackFromShutdown (chunk) {
+    if (Object.keys(this.sent).length === 0 || typeof chunk.c_tsn_ack !== 'number') return
+    const cTSN = new SN(chunk.c_tsn_ack)
+    if (this.c_tsn_ack && !cTSN.gt(this.c_tsn_ack)) return
+    this.onSack({ c_tsn_ack: chunk.c_tsn_ack, a_rwnd: this.peer_rwnd, sack_info: {} })
   }
 
   _sendShutdownAck (source) {
