@@ -74,8 +74,8 @@ export interface RunResult extends Point {
     /** Packets the TUN devices' queues dropped (the relay fell behind): loss no rule made. */
     tunQueueDrops: number;
   };
-  /** Each side's event-loop pauses, summed (µs). */
-  readonly pauses: { initiatorUs: number; responderUs: number };
+  /** Each side's event-loop pauses, summed (µs), and those past the reports' bound (counted only). */
+  readonly pauses: { initiatorUs: number; responderUs: number; notKept: number };
   readonly perFlow: FlowResult[];
   /** Every dropped packet the capture decoded: when, which direction, data or control, whose data. */
   readonly losses: readonly LossOnWire[];
@@ -197,9 +197,8 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
     }
     const host = relayed ? topo.names.tunAddrB : topo.names.addrB;
     const client = role(topo, 'a', ['--role', 'client', '--spec', JSON.stringify({ ...spec, host, port })], limit);
-    type Paused = { pauses?: [number, number][] };
-    const cr = (await client.done) as ClientReport & Paused;
-    const sr = (await server.done) as ServerReport & Paused;
+    const cr = (await client.done) as ClientReport;
+    const sr = (await server.done) as ServerReport;
     let relayStats: RelayStats | undefined;
     if (relay) {
       relay.child.kill('SIGTERM');
@@ -246,7 +245,12 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
       startUs: cr.startUs,
       endUs: cr.endUs,
       verified: perFlow.length === p.flows && perFlow.every((f) => f.verified),
-      problems: [...cr.problems, ...sr.problems, ...wire.problems.map((x) => `capture: ${x}`)].slice(0, 20),
+      // Each side's first problems, then the capture's: one side's cannot hide the other's.
+      problems: [
+        ...cr.problems.slice(0, 12).map((x) => `initiator: ${x}`),
+        ...sr.problems.slice(0, 12).map((x) => `responder: ${x}`),
+        ...wire.problems.slice(0, 6).map((x) => `capture: ${x}`),
+      ],
       impairments: impairmentSources(p, c, topo.netemAvailable),
       drops,
       ...(relayStats ? { relay: relayStats } : {}),
@@ -262,7 +266,11 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
         lostByCapture: files.lostByCapture,
         tunQueueDrops,
       },
-      pauses: { initiatorUs: pauseSum(cr.pauses ?? []), responderUs: pauseSum(serverPauses) },
+      pauses: {
+        initiatorUs: pauseSum(cr.pauses ?? []),
+        responderUs: pauseSum(serverPauses),
+        notKept: (cr.pausesDropped ?? 0) + (sr.pausesDropped ?? 0),
+      },
       perFlow,
       losses: wire.losses,
       samples,
