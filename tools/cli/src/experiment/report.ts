@@ -290,8 +290,8 @@ export async function writeSweepReport(dir: string, meta: Meta, results: readonl
   md.push(
     '## Files',
     '',
-    '- `results.json`: every run (options, seeds, impairments, per-flow measures, loss event times).',
-    '- `samples.csv.gz`: every message of every run.',
+    '- `results.json`: every run (options, seeds, impairments, what the capture found, pauses, per-flow measures and their parts, every dropped packet with whose data it carried).',
+    '- `samples.csv.gz`: every message of every run, with the parts of its latency.',
     '- `tail-*.svg`: latency tail (1 − CDF, log) per point, one line per mapping; `waits-*.svg`: where messages waited (stall, sender wait, own loss, order, credit, receiver pause) per mapping; `timeline-*.svg`: per-flow latency over time with every dropped packet of measured data, at the highest loss of each (flows, delay).',
     '',
   );

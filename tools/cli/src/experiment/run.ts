@@ -98,7 +98,7 @@ export function impairmentSources(p: Point, c: Common, netem: boolean): string[]
   const netemNote = netem ? 'netem present but not used, for one method everywhere' : 'kernel has no netem';
   if (p.delayMs > 0 || c.jitterMs > 0)
     out.push(
-      `delay ${p.delayMs} ms + jitter U(0, ${c.jitterMs}) ms per direction: user-space packet relay between two TUN devices (${netemNote}; TCP and SCTP both see it in their round trip)`,
+      `delay ${p.delayMs} ms${c.jitterMs > 0 ? ` + jitter U(0, ${c.jitterMs}) ms` : ''} per direction: user-space packet relay between two TUN devices (${netemNote}; TCP and SCTP both see it in their round trip)`,
     );
   if (c.reorder > 0) out.push(`reordering ${c.reorder} % of packets: user-space packet relay`);
   return out;
