@@ -21,13 +21,8 @@ const enc = new TextEncoder();
 // ---- octets -------------------------------------------------------------------------------------
 
 function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.byteLength;
-  }
-  return out;
+  const b = Buffer.concat(parts);
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
 function bytes(n: number, write: (v: DataView) => void): Uint8Array {
