@@ -71,8 +71,76 @@ export function rssKiB(pid: number): number | undefined {
   }
 }
 
+/** USER_HZ: the unit of /proc/<pid>/stat's times (100 on every Linux that Node runs on). */
+const CLOCK_TICKS_PER_S = 100;
+
+/**
+ * User + system CPU time of a process in ms (all its threads), from /proc/<pid>/stat (Linux, 10 ms
+ * resolution); undefined elsewhere or once the process has been reaped.
+ */
+export function cpuMsOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After "pid (comm) ": state is field 3, utime 14 and stime 15 (proc(5)).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]);
+    return Number.isFinite(ticks) ? (ticks * 1000) / CLOCK_TICKS_PER_S : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A process's CPU time sampled every `everyMs` (and whenever `sample()` is called) from /proc, so that
+ * the CPU it spent within a span the process itself timed can be read afterwards: `between(a, b)`
+ * interpolates linearly between the samples around each end (times from `performance.now()`).
+ */
+export class CpuTrace {
+  private readonly t: number[] = [];
+  private readonly cpu: number[] = [];
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly pid: number,
+    everyMs = 20,
+  ) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), everyMs);
+  }
+
+  sample(): void {
+    const ms = cpuMsOf(this.pid);
+    if (ms === undefined) return;
+    this.t.push(performance.now());
+    this.cpu.push(ms);
+  }
+
+  /** CPU ms the process spent between `from` and `to`; NaN without samples on both sides of each. */
+  between(from: number, to: number): number {
+    return this.at(to) - this.at(from);
+  }
+
+  private at(time: number): number {
+    const { t, cpu } = this;
+    if (!t.length || time < (t[0] as number) || time > (t.at(-1) as number)) return Number.NaN;
+    let i = 0;
+    while ((t[i + 1] ?? Number.POSITIVE_INFINITY) < time) i++;
+    const t0 = t[i] as number;
+    const t1 = t[i + 1] ?? t0;
+    const c0 = cpu[i] as number;
+    const c1 = cpu[i + 1] ?? c0;
+    return t1 === t0 ? c0 : c0 + ((c1 - c0) * (time - t0)) / (t1 - t0);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
 export interface PerfRun {
   readonly test: 'write_bw' | 'read_bw' | 'send_lat';
+  /** `--transport` on both ends (unset: perf's default, MPA/TCP). */
+  readonly transport?: 'tcp' | 'sctp';
   readonly size: number;
   readonly iters: number;
   /** perftest -t; unset: the tool's default (perftest's 128). */
@@ -89,6 +157,8 @@ export interface PerfRun {
   readonly warmUp?: number;
   /** Sample the server's RSS while it runs (cost figures). */
   readonly rss?: boolean;
+  /** Each side's CPU over the client's measured span (one QP, one size): `PerfFigures.cpuMsPerMB`. */
+  readonly cpu?: boolean;
 }
 
 /** The client's aggregate row (perf --json), in bench units, and the server's RSS when sampled. */
@@ -103,12 +173,20 @@ export interface PerfFigures {
   readonly serverPids: readonly number[];
   /** Server RSS in KiB once listening (idle) and its peak during the run. */
   readonly rss?: { idleKiB: number; peakKiB: number };
+  /**
+   * Each process's user + system CPU (ms, /proc) over the client's measured span, per MB (10^6 octets)
+   * measured: the span ends when the client's result line arrives and lasts as long as the client timed
+   * it (warm-up, startup and connection setup left out). NaN where /proc cannot be read.
+   */
+  readonly cpuMsPerMB?: { client: number; server: number };
 }
 
 interface PerfJson {
   kind: 'bw' | 'lat';
   verified: boolean;
   row: {
+    bytes?: number;
+    iterations?: number;
     avgMBps?: number;
     msgRateMpps?: number;
     lat?: { median: number; avg: number; p99: number; max: number };
@@ -123,6 +201,7 @@ export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
     ...(r.markers ? ['--markers'] : []),
     ...(r.markerFraming ? ['--marker-framing', r.markerFraming] : []),
     ...(r.congestion ? ['--congestion', r.congestion] : []),
+    ...(r.transport ? ['--transport', r.transport] : []),
   ];
   const q = r.qps ?? 1;
   const server = start(process.execPath, [
@@ -154,31 +233,43 @@ export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
     };
     if (r.rss) sample();
     const timer = r.rss ? setInterval(sample, 20) : undefined;
+    const serverCpu = r.cpu ? new CpuTrace(pid) : undefined;
+    let clientCpu: CpuTrace | undefined;
+    let resultAt = Number.NaN; // when the client's first result line arrived
     let c: Ran;
     try {
-      c = await ranOk(
-        `perf ${r.test} client`,
-        start(process.execPath, [
-          RDDP_MAIN,
-          'perf',
-          r.test,
-          '127.0.0.1',
-          '-p',
-          String(port),
-          '-s',
-          String(r.size),
-          '-n',
-          String(r.iters),
-          '-q',
-          String(q),
-          '--json',
-          ...(r.txDepth !== undefined ? ['-t', String(r.txDepth)] : []),
-          ...(r.warmUp ? ['--warm-up', String(r.warmUp)] : []),
-          ...common,
-        ]).done,
-      );
+      const client = start(process.execPath, [
+        RDDP_MAIN,
+        'perf',
+        r.test,
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-s',
+        String(r.size),
+        '-n',
+        String(r.iters),
+        '-q',
+        String(q),
+        '--json',
+        ...(r.txDepth !== undefined ? ['-t', String(r.txDepth)] : []),
+        ...(r.warmUp ? ['--warm-up', String(r.warmUp)] : []),
+        ...common,
+      ]);
+      if (r.cpu) {
+        clientCpu = new CpuTrace(client.child.pid as number);
+        client.child.stdout?.on('data', (d: Buffer) => {
+          if (!Number.isNaN(resultAt) || !d.includes(10)) return;
+          resultAt = performance.now();
+          clientCpu?.sample();
+          serverCpu?.sample();
+        });
+      }
+      c = await ranOk(`perf ${r.test} client`, client.done);
     } finally {
       if (timer) clearInterval(timer);
+      serverCpu?.stop();
+      clientCpu?.stop();
     }
     await ranOk(`perf ${r.test} server`, server.done);
     const j = lastJson<PerfJson>(`perf ${r.test} client`, c.out);
@@ -190,10 +281,20 @@ export async function perfTwoProcess(r: PerfRun): Promise<PerfFigures> {
       ...(j.row.lat ? { lat: j.row.lat } : {}),
       serverPids,
       ...(r.rss && idle !== undefined ? { rss: { idleKiB: idle, peakKiB: peak } } : {}),
+      ...(serverCpu && clientCpu ? { cpuMsPerMB: measuredCpu(j, resultAt, clientCpu, serverCpu) } : {}),
     };
   } finally {
     server.child.kill();
   }
+}
+
+/** Each side's CPU per MB over the span the client measured, which ended when its result line arrived. */
+function measuredCpu(j: PerfJson, end: number, client: CpuTrace, server: CpuTrace): { client: number; server: number } {
+  const octets = (j.row.bytes ?? Number.NaN) * (j.row.iterations ?? Number.NaN);
+  // perf's MB/sec is 2^20 octets per second.
+  const ms = (octets / 2 ** 20 / (j.row.avgMBps ?? Number.NaN)) * 1000;
+  const mb = octets / 1e6;
+  return { client: client.between(end - ms, end) / mb, server: server.between(end - ms, end) / mb };
 }
 
 /** The port from the server's "listening on HOST:PORT" line on stderr. */
