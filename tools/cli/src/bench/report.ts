@@ -18,7 +18,7 @@ export interface Figure {
   readonly size?: number;
   /** What the baseline is ("baseline: …"). */
   readonly note?: string;
-  /** The table it belongs to: the two-process headline, the in-process DDP figures, cost growth. */
+  /** The table it belongs to: the two-process headline, the in-process DDP figures, cost growth, SCTP. */
   readonly table?: BenchTable;
   /** Why the figure has no baseline in this run (e.g. "iperf3 not installed"). */
   readonly skipped?: string;
@@ -29,20 +29,21 @@ export interface Figure {
   readonly rounds?: readonly [number, number];
 }
 
-export const BENCH_TABLES = ['headline', 'ddp', 'cost'] as const;
+export const BENCH_TABLES = ['headline', 'ddp', 'cost', 'sctp'] as const;
 export type BenchTable = (typeof BENCH_TABLES)[number];
 
 const TABLE_TITLES: Record<BenchTable, string> = {
   headline: 'Headline: `rddp perf` between two processes, through verbs, against two-process baselines',
   ddp: 'In-process DDP figures (both ends in one process, against raw TCP in one process)',
   cost: 'Cost growth with concurrent connections (`rddp perf write_bw -q N`, two processes)',
+  sctp: 'SCTP: `rddp perf write_bw --transport sctp` between two processes against usrsctp (node-datachannel) and werift-sctp, two processes each',
 };
 
 /** What `--quick` prints instead of met/MISSED: its figures are not comparable with a full run's. */
 export const QUICK_WARNING =
   'warning: --quick figures are not comparable with the targets (cold JIT, little data, few rounds), so no target is marked met or missed';
 
-const LOWER_IS_BETTER = new Set(['us', 'ms', 'MiB', 'KiB']);
+const LOWER_IS_BETTER = new Set(['us', 'ms', 'MiB', 'KiB', 'ms/MB']);
 
 export function lowerIsBetter(f: Pick<Figure, 'unit'>): boolean {
   return LOWER_IS_BETTER.has(f.unit);

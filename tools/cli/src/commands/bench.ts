@@ -2,7 +2,6 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpStream } from '@rddp/llp';
 import type { MpaParams } from '@rddp/llp-mpa-tcp';
-import { runSctpBenchmark } from '@rddp/llp-sctp';
 import type { Command } from 'commander';
 import { copyLoopBandwidth, rawTcpBandwidth, rawTcpConnections, rawTcpPingPong } from '../bench/baselines.js';
 import {
@@ -27,6 +26,7 @@ import {
   toMarkdown,
   toSvgChart,
 } from '../bench/report.js';
+import { anchorsHere, sctpAnchorFigures, sctpAnchorRuns } from '../bench/sctp-anchors.js';
 import { median } from '../bench/stats.js';
 import { iperf3Installed } from '../bench/two-process.js';
 import { integerIn, numberIn } from '../flags.js';
@@ -39,7 +39,7 @@ export interface BenchOptions {
   rounds: string;
   warmup: string;
   quick?: boolean;
-  /** Tables to run, comma-separated: headline, ddp, cost (default all). */
+  /** Tables to run, comma-separated: headline, ddp, cost, sctp (default all). */
   tables?: string;
   /** Data volume and round trips relative to a full run (multiplies --quick's eighth). */
   scale?: string;
@@ -156,9 +156,8 @@ async function mpaPingPong(iters: number): Promise<number> {
 
 /** The number of recorded runs a bench makes with `rounds` rounds (its progress total). */
 function benchRuns(rounds: number): number {
-  // 9 bandwidth figures, latency, loopback and connection setup: subject and baseline each round;
-  // SCTP: one run a round (both sides inside); RSS: one run.
-  return 12 * 2 * rounds + rounds + 1;
+  // 9 bandwidth figures, latency, loopback and connection setup: subject and baseline each round; RSS: one run.
+  return 12 * 2 * rounds + 1;
 }
 
 export async function runBench(o: BenchOptions, log: (s: string) => void, sink: ProgressSink = {}): Promise<Figure[]> {
@@ -175,10 +174,13 @@ export async function runBench(o: BenchOptions, log: (s: string) => void, sink: 
     throw new UsageError(`--warmup must be a number in 0..${BENCH_MAX_WARMUP_S} (got ${o.warmup})`);
   const tables = benchTables(o.tables);
   const scale = (o.quick ? 1 / 8 : 1) * benchScale(o.scale);
+  // The SCTP table's anchors that can be loaded here (the others' rows say why not).
+  const anchors = tables.has('sctp') ? await anchorsHere() : undefined;
   const total =
     (tables.has('headline') ? headlineRuns(rounds, iperf3Installed()) : 0) +
     (tables.has('ddp') ? benchRuns(rounds) : 0) +
-    (tables.has('cost') ? costRuns(rounds) : 0);
+    (tables.has('cost') ? costRuns(rounds) : 0) +
+    (anchors ? sctpAnchorRuns(rounds, [...anchors.values()].filter((why) => why === undefined).length) : 0);
   const progress = startProgress({ label: 'bench runs', total, ...sink });
   const print = (s: string) => progress.interrupt(() => log(s));
   try {
@@ -193,6 +195,7 @@ export async function runBench(o: BenchOptions, log: (s: string) => void, sink: 
     if (tables.has('headline')) await headlineFigures(headline);
     if (tables.has('ddp')) await benchFigures(rounds, warmupSeconds, scale, progress, add);
     if (tables.has('cost')) await costFigures(headline);
+    if (anchors) await sctpAnchorFigures(headline, anchors);
     if (o.out) {
       await mkdir(o.out, { recursive: true });
       await writeFile(path.join(o.out, 'bench.md'), `${toMarkdown(figures, { quick: o.quick })}\n`);
@@ -273,21 +276,6 @@ async function benchFigures(
       target: 0.5,
       note: 'baseline: Uint8Array.set copy loop',
     }),
-  );
-  // SCTP (UDP encapsulation): our LLP layer against the bare `sctp` package moving the same messages.
-  const sctpRuns: { subjectMBps: number; baselineMBps: number }[] = [];
-  for (let i = 0; i < rounds; i++) {
-    sctpRuns.push(await runSctpBenchmark({ messageSize: 64 * 1024, totalBytes: Math.round(16 * MiB * scale) }));
-    progress.add(1);
-  }
-  add(
-    makeFigure(
-      'SCTP (UDP) 64 KiB messages through the rddp LLP',
-      'MB/s',
-      median(sctpRuns.map((r) => r.subjectMBps)),
-      median(sctpRuns.map((r) => r.baselineMBps)),
-      { target: 0.8, note: 'baseline: the bare sctp package, same messages, same run' },
-    ),
   );
   const rss = await rssGrowth(1024 * MiB * scale);
   progress.add(1);
