@@ -30,8 +30,8 @@ import {
   withAbort,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
-import type { ResolvedOptions, RtoParameters } from './options.js';
-import { type PkgAssociation, peerOutboundStreams, shimAssociation } from './pkg.js';
+import { mulpduFor, type ResolvedOptions, type RtoParameters } from './options.js';
+import { type PkgAssociation, peerOutboundStreams, type StreamSchedulerName, shimAssociation } from './pkg.js';
 import {
   decodeSessionControl,
   encodeSessionControl,
@@ -55,22 +55,26 @@ export interface ConnectionTuning {
   readonly shutdownTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly deadPeerTimeoutMs: number;
-  readonly maxBatch: number;
   /** RTO.Initial, RTO.Min, RTO.Max for the association (RFC 4960 §15). */
   readonly rto: RtoParameters;
+  /** The stream scheduler (RFC 8260 §3). */
+  readonly scheduler: StreamSchedulerName;
 }
 
-/** The tuning of every connection a transport (or its listener) with these options makes. */
-export function connectionTuning(o: ResolvedOptions): ConnectionTuning {
+/**
+ * The tuning of a connection a transport (or its listener) with these options makes over a path whose
+ * SCTP packets may be `pmtu` octets (options.ts `pathPacketSize`).
+ */
+export function connectionTuning(o: ResolvedOptions, pmtu: number): ConnectionTuning {
   return {
-    mulpdu: o.mulpdu,
-    pmtu: o.pmtu,
+    mulpdu: mulpduFor(o, pmtu),
+    pmtu,
     maxPrivateData: o.maxPrivateData,
     shutdownTimeoutMs: o.shutdownTimeoutMs,
     closeTimeoutMs: o.closeTimeoutMs,
     deadPeerTimeoutMs: o.deadPeerTimeoutMs,
-    maxBatch: Math.max(o.mulpdu, 64 * 1024),
     rto: o.rto,
+    scheduler: o.scheduler,
   };
 }
 
@@ -116,7 +120,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
   /** The whole connection is going down (close, reject, SHUTDOWN either way). */
   private closingAll = false;
   private ending = false;
-  private ackQueued = false;
   private readonly closedSubject = new OnceSubject<LlpCloseEvent>();
   private upWaiter: Waiter<void> | undefined;
   private sessionWaiter: Waiter<Uint8Array> | undefined;
@@ -130,7 +133,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.capabilities = config.capabilities;
     this.localAddress = config.localAddress;
     this.remoteAddress = config.remoteAddress;
-    shimAssociation(this.association, this.tuning.pmtu, this.tuning.rto);
+    shimAssociation(this.association, this.tuning.pmtu, this.tuning.rto, this.tuning.scheduler);
     const a = this.association;
     a.on('COMMUNICATION UP', () => this.onUp());
     a.on('DATA ARRIVE', (streamId: number) => this.onData(streamId));
@@ -150,7 +153,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
     });
     a.on('SHUTDOWN COMPLETE', () => this.onEnd('shutdown'));
     // Raw chunk events, seen after the package has processed the chunk.
-    a.on('sack', () => this.queue?.onSack());
     a.on('shutdown', () => this.onPeerShutdown());
     a.on('COMMUNICATION ERROR', (causes: unknown) => this.logger.debug('sctp.peer-error', { id: this.id, causes }));
   }
@@ -257,7 +259,9 @@ export class SctpConnection implements LlpConnection, StreamHost {
       );
       return;
     }
-    const mulpdu = Math.min(this.tuning.mulpdu, a.peer_rwnd - this.tuning.pmtu);
+    // A whole ULPDU must fit the peer's window (its fragments are held until it is whole, RFC 4960 §6.9),
+    // with room left for another stream's packet: one packet, or a quarter of a small window.
+    const mulpdu = Math.min(this.tuning.mulpdu, a.peer_rwnd - Math.min(this.tuning.pmtu, Math.floor(a.peer_rwnd / 4)));
     if (mulpdu < MIN_MULPDU) {
       this.fail(
         new CapabilityError(
@@ -267,8 +271,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
       return;
     }
     this.queue = new SendQueue(a, {
-      maxBatch: this.tuning.maxBatch,
-      probeMs: 1000,
       deadPeerMs: this.tuning.deadPeerTimeoutMs,
       onFatal: (e) =>
         this.fail(e instanceof LlpTimeoutError ? e : new LlpProtocolError(`sctp: ${e.message}`, { cause: e })),
@@ -293,7 +295,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
   private onData(streamId: number): void {
     const m = this.association.RECEIVE();
     if (!m || this.phase === 'ended') return;
-    this.ackSoon();
     const stream = this.streams[streamId];
     if (!stream) {
       // RFC 4960 §6.5: report "Invalid Stream Identifier" and discard (the package does not check).
@@ -315,21 +316,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
       return;
     }
     this.violation(`a user message with PPID ${m.ppid}: DDP over SCTP carries PPIDs 16 and 17 only (RFC 5043 §5.2)`);
-  }
-
-  /**
-   * A whole user message is in: acknowledge once the packet is processed rather than after the
-   * delayed-SACK timer (RFC 4960 §6.2 allows acking sooner), so a sender waiting on its window is not
-   * stalled up to 200 ms. Not from inside the package's delivery: its cumulative TSN is updated after it.
-   */
-  private ackSoon(): void {
-    if (this.ackQueued) return;
-    this.ackQueued = true;
-    queueMicrotask(() => {
-      this.ackQueued = false;
-      const a = this.association;
-      if (this.phase !== 'ended' && a._sack_timer) a._sack();
-    });
   }
 
   private onSessionControl(stream: SctpLlpStream, message: Buffer): void {
@@ -412,7 +398,6 @@ export class SctpConnection implements LlpConnection, StreamHost {
 
   enqueue(item: QueueItem): void {
     if (!this.queue) {
-      item.dequeued?.(item.length);
       item.done?.(new StreamClosedError('the association is not up'));
       return;
     }
@@ -509,11 +494,8 @@ export class SctpConnection implements LlpConnection, StreamHost {
     if (this.phase === 'ended') return;
     this.ending = true;
     this.teardown ??= 'remote';
-    // RFC 4960 §9.2: after SHUTDOWN nothing new may be sent; every stream ends as the peer closed.
-    this.queue?.stopNew(new StreamClosedError('the peer shut the association down'));
-    // Its Cumulative TSN Ack acknowledges DATA as a SACK's does (the package has processed it): what it
-    // covers is done now, not only once the association is gone.
-    this.queue?.onSack();
+    // RFC 4960 §9.2: after SHUTDOWN the package takes no new SEND (what it queued before still goes);
+    // every stream ends as the peer closed.
     for (const s of this.streams) if (s.state !== 'closed') s.end({ graceful: true, initiator: 'remote' });
   }
 
@@ -525,7 +507,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
     this.timers.clear();
     const graceful = kind === 'shutdown' || kind === 'peer-shutdown';
     const failure = error ?? new ConnectionAbortedError('the association ended');
-    this.queue?.end(graceful ? new StreamClosedError('the association was shut down') : failure, graceful);
+    this.queue?.end(graceful ? new StreamClosedError('the association was shut down') : failure);
     const initiator: 'local' | 'remote' = kind === 'abort-local' ? 'local' : 'remote';
     for (const s of this.streams) {
       if (s.state !== 'closed') s.end(graceful ? { graceful, initiator } : { graceful, initiator, error: failure });

@@ -1,48 +1,79 @@
 /**
- * CRC32c (Castagnoli), the SCTP checksum (RFC 4960 §6.8, Appendix B), slicing-by-8.
- * Used to verify every inbound packet (the sctp package computes it but does not drop mismatches)
- * and to re-sign the INIT/INIT ACK packets the adaptation shim extends.
+ * CRC32c (Castagnoli), the SCTP checksum (RFC 4960 §6.8, Appendix B), computed once per packet each way:
+ * on send by `@rddp/sctp` through `sctpChecksumOfZeroed` (installed with the package's `configure`), on
+ * receive here in paths.ts before the package sees the packet (the package's own check is off).
+ *
+ * Backends, fastest first, as MPA picks them (`RDDP_CRC32C=isal | sse4_crc32 | node-rs` pins one):
+ * `@rddp/crc32c-isal` (Intel ISA-L, where built), `sse4_crc32`, `@node-rs/crc32`. Runs shorter than a
+ * native call's cost go through a table in JavaScript.
  */
-const T = new Uint32Array(8 * 256);
+import { createRequire } from 'node:module';
+import { crc32c as nodeRsCrc32c } from '@node-rs/crc32';
+
+const require = createRequire(import.meta.url);
+const pinned = process.env.RDDP_CRC32C;
+const CHECK = new TextEncoder().encode('123456789'); // check value 0xE3069283 (RFC 3720 §B.4)
+
+type RangeCrc = (data: Uint8Array, start: number, end: number, crc: number) => number;
+
+interface Backend {
+  readonly name: string;
+  readonly range: RangeCrc;
+}
+
+function loadBackend(): Backend {
+  const wanted = (name: string) => pinned === undefined || pinned === name;
+  if (wanted('isal')) {
+    try {
+      const m = require('@rddp/crc32c-isal') as { calculate: RangeCrc };
+      if (m.calculate(CHECK, 0, CHECK.length, 0) === 0xe3069283)
+        return { name: '@rddp/crc32c-isal', range: m.calculate };
+    } catch {
+      // not built here
+    }
+  }
+  if (wanted('sse4_crc32')) {
+    try {
+      const m = require('sse4_crc32') as {
+        calculate(b: Uint8Array, initial?: number): number;
+        hardware_support: boolean;
+      };
+      if (m.hardware_support && m.calculate(CHECK) === 0xe3069283) {
+        return { name: 'sse4_crc32', range: (d, s, e, c) => m.calculate(d.subarray(s, e), c) };
+      }
+    } catch {
+      // not installed
+    }
+  }
+  return {
+    name: '@node-rs/crc32',
+    range: (d, s, e, c) => nodeRsCrc32c(Buffer.from(d.buffer, d.byteOffset + s, e - s), c),
+  };
+}
+
+const backend = loadBackend();
+
+/** Which CRC32c implementation SCTP packets go through. */
+export const sctpCrc32cBackend: string = backend.name;
+
+const TABLE = new Uint32Array(256);
 for (let n = 0; n < 256; n++) {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-  T[n] = c >>> 0;
+  TABLE[n] = c >>> 0;
 }
-for (let n = 0; n < 256; n++) {
-  let c = T[n] as number;
-  for (let s = 1; s < 8; s++) {
-    c = ((T[c & 0xff] as number) ^ (c >>> 8)) >>> 0;
-    T[s * 256 + n] = c;
-  }
-}
+/** Shorter runs than this cost less in the table than one native call. */
+const NATIVE_MIN = 64;
 
-/** CRC32c of `data[start, end)`, optionally continuing from `crc` (the finalized value of the prefix). */
+/** CRC32c of `data[start, end)`, continuing from `crc` (the finished CRC32c of what precedes, or 0). */
 export function crc32c(data: Uint8Array, start = 0, end = data.byteLength, crc = 0): number {
+  if (end - start >= NATIVE_MIN) return backend.range(data, start, end, crc) >>> 0;
   let c = ~crc >>> 0;
-  let i = start;
-  for (; i + 8 <= end; i += 8) {
-    const a =
-      (c ^
-        ((data[i] as number) |
-          ((data[i + 1] as number) << 8) |
-          ((data[i + 2] as number) << 16) |
-          ((data[i + 3] as number) << 24))) >>>
-      0;
-    c =
-      ((T[7 * 256 + (a & 0xff)] as number) ^
-        (T[6 * 256 + ((a >>> 8) & 0xff)] as number) ^
-        (T[5 * 256 + ((a >>> 16) & 0xff)] as number) ^
-        (T[4 * 256 + (a >>> 24)] as number) ^
-        (T[3 * 256 + (data[i + 4] as number)] as number) ^
-        (T[2 * 256 + (data[i + 5] as number)] as number) ^
-        (T[256 + (data[i + 6] as number)] as number) ^
-        (T[data[i + 7] as number] as number)) >>>
-      0;
-  }
-  for (; i < end; i++) c = ((T[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8)) >>> 0;
+  for (let i = start; i < end; i++) c = ((TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8)) >>> 0;
   return ~c >>> 0;
 }
+
+const ZERO4 = new Uint8Array(4);
 
 /** The checksum an SCTP packet should carry: CRC32c over the packet with its checksum field taken as zero. */
 export function sctpChecksum(packet: Uint8Array): number {
@@ -50,7 +81,11 @@ export function sctpChecksum(packet: Uint8Array): number {
   c = crc32c(ZERO4, 0, 4, c);
   return crc32c(packet, 12, packet.byteLength, c);
 }
-const ZERO4 = new Uint8Array(4);
+
+/** The checksum of a packet whose checksum field already holds zero (what `@rddp/sctp` signs). */
+export function sctpChecksumOfZeroed(packet: Uint8Array): number {
+  return crc32c(packet, 0, packet.byteLength);
+}
 
 /** Whether the packet's checksum (stored little-endian at offset 8, as the sctp package and Linux do) is right. */
 export function verifySctpChecksum(packet: Uint8Array): boolean {

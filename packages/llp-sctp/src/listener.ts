@@ -26,7 +26,7 @@ import {
 } from '@rddp/llp';
 import { connectionTuning, SctpConnection } from './connection.js';
 import { verifySctpChecksum } from './crc32c.js';
-import type { ResolvedOptions } from './options.js';
+import { pathPacketSize, type ResolvedOptions } from './options.js';
 import { type PeerAddress, PeerPath, type Wire } from './paths.js';
 import { type PkgAssociation, setCookieSecret } from './pkg.js';
 import {
@@ -95,7 +95,13 @@ export class SctpListener extends BaseLlpListener {
         else cb(new Error('no source to answer'));
       },
       { host: wire.localHost, port: 0 },
-      { localPort: wire.localPort, streams: options.maxStreams, aRwnd },
+      {
+        localPort: wire.localPort,
+        streams: options.maxStreams,
+        aRwnd,
+        idata: options.interleaving,
+        scheduler: options.scheduler,
+      },
       {
         refused: (e) => this.reportError(e),
         packageError: (e) =>
@@ -212,7 +218,13 @@ export class SctpListener extends BaseLlpListener {
     const path = new PeerPath(
       (packet, cb) => this.wire.send(packet, peer, cb),
       peer,
-      { localPort: this.wire.localPort, streams: this.options.maxStreams, aRwnd: this.aRwnd },
+      {
+        localPort: this.wire.localPort,
+        streams: this.options.maxStreams,
+        aRwnd: this.aRwnd,
+        idata: this.options.interleaving,
+        scheduler: this.options.scheduler,
+      },
       {
         refused: (e) => this.reportError(e),
         packageError: (e, packet) => this.packageError(state, e, packet),
@@ -248,7 +260,14 @@ export class SctpListener extends BaseLlpListener {
       capabilities: this.capabilities,
       localAddress: this.address,
       remoteAddress: { host: state.path.peer.host, port: state.path.peer.port },
-      tuning: connectionTuning(this.options),
+      tuning: connectionTuning(
+        this.options,
+        pathPacketSize(
+          this.options,
+          state.path.peer.host,
+          isUnspecified(this.address.host) ? undefined : this.address.host,
+        ),
+      ),
       logger: this.options.logger,
       onEnded: () => {
         state.connections.delete(conn);
@@ -310,4 +329,8 @@ export class SctpListener extends BaseLlpListener {
     this.wireClosed = true;
     this.wire.close();
   }
+}
+
+function isUnspecified(host: string | undefined): boolean {
+  return host === undefined || host === '0.0.0.0' || host === '::';
 }

@@ -9,6 +9,12 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
 import { MIN_MULPDU } from './connection.js';
+import type { StreamSchedulerName } from './pkg.js';
+import { linkMtuTowards, sctpPacketSize } from './pmtu.js';
+
+/** The stream schedulers of RFC 8260 §3 the association offers. */
+export const STREAM_SCHEDULERS: readonly StreamSchedulerName[] = ['rr', 'fcfs', 'priority'];
+
 import { SESSION_CONTROL_MAX_PRIVATE_DATA } from './rfc5043.js';
 
 export interface SctpTransportOptions {
@@ -18,16 +24,33 @@ export interface SctpTransportOptions {
    * `RawSocketUnavailableError` otherwise).
    */
   readonly encapsulation?: 'udp' | 'raw';
-  /** The MULPDU to aim for, in octets (default 65536); a connection's may be smaller, see `mulpdu$`. */
+  /**
+   * The MULPDU to aim for, in octets. Default: one SCTP packet's user data where the path carries packets
+   * of 16 KiB or more (loopback: a DDP Segment is one DATA chunk, delivered without a copy), else 65536.
+   * A connection's may be smaller (it must fit the peer's window).
+   */
   readonly mulpdu?: number;
-  /** The receive window (a_rwnd) to advertise (default 2 × (mulpdu + 4 × pmtu)), capped by the socket buffer. */
+  /** The receive window (a_rwnd) to advertise (default 1 MiB), capped by the socket buffer. */
   readonly receiveWindow?: number;
   /** Most LLP streams (SCTP streams) per connection (default 256, at most 65535). */
   readonly maxStreams?: number;
   /** Most octets of private data at setup (default 512, at most 65535). */
   readonly maxPrivateData?: number;
-  /** SCTP packet size in octets (default 1472 for UDP over IPv4, 1500 for raw IPv4). */
+  /**
+   * SCTP packet size in octets. Default: from the route to the peer (pmtu.ts): the outgoing interface's
+   * MTU less the IP (and UDP) headers — 65 507 on loopback, 1 472 on an Ethernet-MTU link with UDP.
+   */
   readonly pmtu?: number;
+  /**
+   * The stream scheduler (RFC 8260 §3) that picks which stream's message goes next: `rr` (default,
+   * round-robin, one message per stream in turn), `fcfs` (first come, first served) or `priority`.
+   */
+  readonly scheduler?: StreamSchedulerName;
+  /**
+   * Offer user message interleaving (RFC 8260 I-DATA chunks; default false). Used when the peer offers it
+   * too: fragments of a large message on one stream then no longer hold a small one on another.
+   */
+  readonly interleaving?: boolean;
   /** Local address outgoing connections bind to (default: any). */
   readonly localHost?: string;
   /** Setup timer when `connect` gets no `timeoutMs`, and the responder's wait for Session Initiate (default 10000). */
@@ -39,12 +62,12 @@ export interface SctpTransportOptions {
   /** No acknowledgement progress for this long with data outstanding ends the connection (default 30000; 0 = never). */
   readonly deadPeerTimeoutMs?: number;
   /**
-   * RTO.Min (RFC 4960 §15), in ms (default 50). The RFC recommends 1000 for the Internet; on a LAN every
-   * lost retransmission waits one RTO (§7.2.4 fast retransmits a chunk once), so 1 s per such loss would
-   * dominate a transfer. Set 1000 for the RFC's value.
+   * RTO.Min (RFC 9260 §16), in ms (default 1000, the RFC's value). A lower one recovers a lost
+   * retransmission sooner on a LAN but fires T3-rtx spuriously when the event loop stalls longer
+   * (association stats `spuriousT3`).
    */
   readonly rtoMinMs?: number;
-  /** RTO.Initial (RFC 4960 §15), in ms (default 3000): the INIT and COOKIE ECHO timer before any RTT is measured. */
+  /** RTO.Initial (RFC 9260 §16), in ms (default 1000): the INIT and COOKIE ECHO timer before any RTT is measured. */
   readonly rtoInitialMs?: number;
   /** RTO.Max (RFC 4960 §15), in ms (default 60000). */
   readonly rtoMaxMs?: number;
@@ -64,11 +87,15 @@ export type PacketTrace = (packet: Uint8Array, direction: 'in' | 'out') => void;
 
 export interface ResolvedOptions {
   readonly encapsulation: 'udp' | 'raw';
-  readonly mulpdu: number;
   readonly receiveWindow: number;
   readonly maxStreams: number;
   readonly maxPrivateData: number;
-  readonly pmtu: number;
+  /** Fixed SCTP packet size, or undefined: from the route per path. */
+  readonly pmtu: number | undefined;
+  /** The MULPDU asked for, or undefined: from the packet size (`mulpduFor`). */
+  readonly mulpdu: number | undefined;
+  readonly scheduler: StreamSchedulerName;
+  readonly interleaving: boolean;
   readonly localHost: string | undefined;
   readonly handshakeTimeoutMs: number;
   readonly closeTimeoutMs: number;
@@ -100,12 +127,21 @@ export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
   if (encapsulation !== 'udp' && encapsulation !== 'raw') {
     throw new InvalidArgumentError(`sctp option encapsulation must be 'udp' or 'raw', got ${String(encapsulation)}`);
   }
-  const pmtu = int('pmtu', o.pmtu, encapsulation === 'udp' ? 1472 : 1500, 576, 65_507);
-  const mulpdu = int('mulpdu', o.mulpdu, 65_536, MIN_MULPDU, 16 * 1024 * 1024);
-  const receiveWindow = int('receiveWindow', o.receiveWindow, 2 * (mulpdu + 4 * pmtu), 1500, 64 * 1024 * 1024);
+  const pmtu = o.pmtu === undefined ? undefined : int('pmtu', o.pmtu, 0, 536, 65_507);
+  const mulpdu = o.mulpdu === undefined ? undefined : int('mulpdu', o.mulpdu, 0, MIN_MULPDU, 16 * 1024 * 1024);
+  const receiveWindow = int('receiveWindow', o.receiveWindow, 1024 * 1024, 1500, 64 * 1024 * 1024);
+  const scheduler = o.scheduler ?? 'rr';
+  if (!STREAM_SCHEDULERS.includes(scheduler)) {
+    throw new InvalidArgumentError(
+      `sctp option scheduler must be one of ${STREAM_SCHEDULERS.join(', ')} (RFC 8260 §3), got ${String(scheduler)}`,
+    );
+  }
+  if (o.interleaving !== undefined && typeof o.interleaving !== 'boolean') {
+    throw new InvalidArgumentError(`sctp option interleaving must be a boolean, got ${String(o.interleaving)}`);
+  }
   const rto: RtoParameters = {
-    initialMs: int('rtoInitialMs', o.rtoInitialMs, 3000, 1, 3_600_000),
-    minMs: int('rtoMinMs', o.rtoMinMs, 50, 1, 3_600_000),
+    initialMs: int('rtoInitialMs', o.rtoInitialMs, 1000, 1, 3_600_000),
+    minMs: int('rtoMinMs', o.rtoMinMs, 1000, 1, 3_600_000),
     maxMs: int('rtoMaxMs', o.rtoMaxMs, 60_000, 1, 3_600_000),
   };
   if (rto.minMs > rto.maxMs) {
@@ -118,6 +154,8 @@ export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
     maxStreams: int('maxStreams', o.maxStreams, 256, 1, 65_535),
     maxPrivateData: int('maxPrivateData', o.maxPrivateData, 512, 0, SESSION_CONTROL_MAX_PRIVATE_DATA),
     pmtu,
+    scheduler,
+    interleaving: o.interleaving ?? false,
     localHost: o.localHost,
     handshakeTimeoutMs: int('handshakeTimeoutMs', o.handshakeTimeoutMs, 10_000, 1, 3_600_000),
     closeTimeoutMs: int('closeTimeoutMs', o.closeTimeoutMs, 10_000, 1, 3_600_000),
@@ -132,7 +170,22 @@ export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
 
 /** The socket receive buffer to ask for: room for two windows of packets (the kernel then doubles it). */
 export function recvBufferRequest(o: ResolvedOptions): number {
-  return 2 * o.receiveWindow + 16 * o.pmtu;
+  return 2 * o.receiveWindow + 16 * (o.pmtu ?? 65_507);
+}
+
+/** The packet size of a path: the fixed option, or the route's (pmtu.ts). */
+export function pathPacketSize(o: ResolvedOptions, peerHost: string, localHost?: string): number {
+  if (o.pmtu !== undefined) return o.pmtu;
+  return sctpPacketSize(linkMtuTowards(peerHost, localHost), peerHost, o.encapsulation);
+}
+
+/** DATA chunk header room left in a packet: common header 12 + I-DATA header 20 (the larger one). */
+const PACKET_OVERHEAD = 32;
+
+/** The MULPDU a connection over packets of `pmtu` octets aims for (see `SctpTransportOptions.mulpdu`). */
+export function mulpduFor(o: ResolvedOptions, pmtu: number): number {
+  if (o.mulpdu !== undefined) return o.mulpdu;
+  return pmtu >= 16 * 1024 ? pmtu - PACKET_OVERHEAD : 65_536;
 }
 
 /**

@@ -13,8 +13,8 @@ import dgram from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import { isIPv6 } from 'node:net';
 import { CapabilityError, type LlpError, LlpProtocolError } from '@rddp/llp';
-import { verifySctpChecksum } from './crc32c.js';
-import { createEndpoint, type PkgAssociation, type PkgEndpoint } from './pkg.js';
+import { sctpChecksumOfZeroed, verifySctpChecksum } from './crc32c.js';
+import { createEndpoint, type PkgAssociation, type PkgEndpoint, type StreamSchedulerName, sctpPackage } from './pkg.js';
 import { RawWire } from './raw.js';
 import { ADAPTATION_LAYER_INDICATION_TYPE, adaptationRefusal, UNORDERED_DATA_ACCEPTED } from './rfc5043.js';
 import {
@@ -31,6 +31,12 @@ import {
   protocolViolationCause,
   withAdaptationIndication,
 } from './wire.js';
+
+// Each packet's CRC32c once each way: the package signs with our backend and leaves checking to
+// PeerSocket.receive (which drops a bad packet before the package sees it).
+sctpPackage.configure({ crc32c: sctpChecksumOfZeroed, verifyChecksum: false });
+
+function ignore(): void {}
 
 /** Where a peer is: UDP address and port, or (raw) IP address and SCTP port. */
 export interface PeerAddress {
@@ -73,10 +79,12 @@ export class PeerSocket extends EventEmitter {
 
   /** Called by the package (UDPTransport.sendPacket) for each packet it sends. */
   send(buffer: Buffer, _port: number, _address: string, cb?: (e?: Error | null) => void): void {
-    const packet = withAdaptationIndication(buffer);
+    // Only an INIT or INIT ACK (the first chunk, never bundled, RFC 4960 §6.10) is extended.
+    const first = buffer[COMMON_HEADER_LENGTH];
+    const packet = first === ChunkType.INIT || first === ChunkType.INIT_ACK ? withAdaptationIndication(buffer) : buffer;
     this.stats.sent++;
     this.tap?.(packet, 'out');
-    this.transmit(packet, (e) => cb?.(e ?? null));
+    this.transmit(packet, cb ? (e) => cb(e ?? null) : ignore);
   }
 
   /** Sends a packet this layer built (an ABORT refusing an association). */
@@ -168,7 +176,7 @@ export class PeerPath {
   constructor(
     send: (packet: Buffer, cb: (e?: Error | null) => void) => void,
     readonly peer: PeerAddress,
-    options: { localPort: number; streams: number; aRwnd: number },
+    options: { localPort: number; streams: number; aRwnd: number; idata: boolean; scheduler: StreamSchedulerName },
     events: PathEvents,
   ) {
     this.socket = new PeerSocket(send, events);

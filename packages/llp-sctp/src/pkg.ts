@@ -14,6 +14,30 @@ export interface PkgSerial {
   readonly number: number;
 }
 
+/** The association's counters (transmit.js). */
+export interface PkgAssociationStats {
+  packetsSent: number;
+  packetsReceived: number;
+  dataChunksSent: number;
+  dataChunksReceived: number;
+  sacksSent: number;
+  sacksReceived: number;
+  retransmissions: number;
+  fastRetransmits: number;
+  /** T3-rtx expiries (RFC 4960 §6.3.3). */
+  t3Expiries: number;
+  /** T3-rtx retransmissions the peer reported as duplicates (the original had arrived): spurious expiries. */
+  spuriousT3: number;
+  zeroWindowProbes: number;
+  /** Packets the socket refused (counted as lost). */
+  sendErrors: number;
+  /** Packets sent with RFC 7053's I bit (the sender waited for window). */
+  immediateSacksRequested: number;
+}
+
+/** RFC 8260 §3 stream schedulers the package implements. */
+export type StreamSchedulerName = 'fcfs' | 'rr' | 'priority';
+
 /** The parts of `sctp/lib/association.js` this plugin uses (RFC 4960 §10 primitives and TCB fields). */
 export interface PkgAssociation extends EventEmitter {
   state: string;
@@ -22,23 +46,45 @@ export interface PkgAssociation extends EventEmitter {
   MIS: number;
   PMTU: number;
   cwnd: number;
+  ssthresh?: number;
   flightsize: number;
   peer_rwnd: number;
   a_rwnd: number;
   remotePort: number;
+  /** RTO now (RFC 4960 §6.3.1), ms. */
+  RTO: number;
+  /** I-DATA in use (RFC 8260 §2.2: both sides offered it). */
+  interleaving: boolean;
+  readonly stats: PkgAssociationStats;
+  /** DATA chunks sent and not yet covered by the Cumulative TSN Ack. */
+  readonly outstandingCount: number;
+  /** Octets of user messages queued and not yet handed to the wire. */
+  readonly bufferedAmount: number;
+  /** Nothing queued, in flight or unacknowledged. */
+  readonly idle: boolean;
   /** Verification Tags (RFC 4960 §8.5): ours, which the peer's packets carry, and the peer's. */
   my_tag: number;
   peer_tag?: number;
-  my_next_tsn: PkgSerial;
-  c_tsn_ack?: PkgSerial;
-  sent: Record<string, unknown>;
+  readonly my_next_tsn: PkgSerial;
+  readonly c_tsn_ack?: PkgSerial;
   endpoint?: PkgEndpoint;
-  reassembly: { rwnd: number; duplicates: number[] };
+  reassembly: { rwnd: number; duplicates: number[]; cumTsn: number };
+  /**
+   * RFC 4960 §10.1 E: queues a user message on its stream; `cb` runs once its last fragment is in a
+   * packet handed to the wire (or with the error that ended the association first). Returns false once
+   * more than the association's high-water mark is queued.
+   */
   SEND(
     buffer: unknown,
     options: { stream_id: number; ppid: number; unordered?: boolean },
     cb: (e?: Error) => void,
   ): boolean;
+  SETSCHEDULER(kind: StreamSchedulerName): void;
+  SETPRIORITY(streamId: number, priority: number): void;
+  /** Fails every SEND not yet handed over with `error`. */
+  _failQueued(error: Error): void;
+  /** Sets the path MTU (SCTP packet size) and the initial cwnd for it (RFC 9260 §7.2.1). */
+  _setPmtu(pmtu: number): void;
   RECEIVE(): (Buffer & { ppid?: number }) | undefined;
   SHUTDOWN(cb?: () => void): void;
   ABORT(reason?: string): void;
@@ -78,6 +124,9 @@ export interface PkgEndpoint extends EventEmitter {
   MIS: number;
   OS: number;
   a_rwnd: number;
+  /** Offer I-DATA in INIT / INIT ACK (RFC 8260 §2.2). */
+  idata: boolean;
+  scheduler?: StreamSchedulerName;
   cookieSecretKey: Buffer;
   associations: PkgAssociation[];
   ASSOCIATE(options: { remotePort: number; OS: number; MIS: number } & Partial<PkgRtoParameters>): PkgAssociation;
@@ -93,13 +142,21 @@ export interface PkgEndpoint extends EventEmitter {
 
 interface EndpointStatic {
   INITIALIZE(
-    options: { localPort: number; MIS: number; OS: number; a_rwnd: number },
+    options: {
+      localPort: number;
+      MIS: number;
+      OS: number;
+      a_rwnd: number;
+      idata: boolean;
+      scheduler: StreamSchedulerName;
+    },
     transport: { udpTransport: EventEmitter; udpPeer: { address: string; port: number } },
     cb: (error: Error | null, endpoint?: PkgEndpoint) => void,
   ): void;
 }
 
 interface SctpModule {
+  configure(options: { crc32c?: (packet: Buffer) => number; verifyChecksum?: boolean }): void;
   connect(options: Record<string, unknown>, listener?: () => void): SctpSocket;
   createServer(options?: Record<string, unknown>): EventEmitter;
   defaults(params?: Record<string, unknown>): Record<string, unknown>;
@@ -133,13 +190,20 @@ export const packagePpids = (require('@rddp/sctp/lib/defs') as { PPID: Record<st
  * whatever it sends goes through `udpTransport.send`, whatever we emit as 'message' it receives.
  */
 export function createEndpoint(
-  options: { localPort: number; streams: number; aRwnd: number },
+  options: { localPort: number; streams: number; aRwnd: number; idata: boolean; scheduler: StreamSchedulerName },
   udpTransport: EventEmitter,
 ): PkgEndpoint {
   let out: PkgEndpoint | undefined;
   let error: Error | null = null;
   Endpoint.INITIALIZE(
-    { localPort: options.localPort, MIS: options.streams, OS: options.streams, a_rwnd: options.aRwnd },
+    {
+      localPort: options.localPort,
+      MIS: options.streams,
+      OS: options.streams,
+      a_rwnd: options.aRwnd,
+      idata: options.idata,
+      scheduler: options.scheduler,
+    },
     // The package's UDPTransport only reads udpPeer to address its send() call; our socket knows its peer.
     { udpTransport, udpPeer: { address: 'peer', port: 0 } },
     (e, ep) => {
@@ -163,22 +227,21 @@ export function setCookieSecret(endpoint: PkgEndpoint, key: Buffer): void {
 
 /**
  * Instance shims applied to every association (docs/SCTP.md):
- * - `duplicates`: onData() reads `this.duplicates.length` in SHUTDOWN-SENT, a field that only exists on
- *   the reassembly object; without this a DATA chunk arriving then throws (and would crash the process).
- * - `PMTU`: the package assumes 1500 octets of SCTP packet; inside UDP/IPv4 the packet gets 1472.
+ * - the path MTU (SCTP packet size) and the initial cwnd for it (RFC 9260 §7.2.1);
  * - `_updatePeer`: the package keeps min(local OS, peer MIS) but drops the peer's own OS, i.e. how many
- *   streams the peer will send on (RFC 4960 §5.1.1); it is recorded here for `peerOutboundStreams`.
- * - RTO.Initial/Min/Max (RFC 4960 §15) from the options, through SETPROTOCOLPARAMETERS (§10.1 M).
+ *   streams the peer will send on (RFC 4960 §5.1.1); it is recorded here for `peerOutboundStreams`;
+ * - RTO.Initial/Min/Max (RFC 4960 §15) from the options, through SETPROTOCOLPARAMETERS (§10.1 M);
+ * - the stream scheduler (RFC 8260 §3).
  */
-export function shimAssociation(association: PkgAssociation, pmtu: number, rto: RtoParameters): void {
-  Object.defineProperty(association, 'duplicates', {
-    configurable: true,
-    get() {
-      return association.reassembly.duplicates;
-    },
-  });
-  association.PMTU = pmtu;
+export function shimAssociation(
+  association: PkgAssociation,
+  pmtu: number,
+  rto: RtoParameters,
+  scheduler: StreamSchedulerName = 'rr',
+): void {
+  association._setPmtu(pmtu);
   association.SETPROTOCOLPARAMETERS(rtoProtocolParameters(rto));
+  association.SETSCHEDULER(scheduler);
   const update = association._updatePeer.bind(association);
   association._updatePeer = (chunk) => {
     peerOS.set(association, chunk.outbound_streams);
@@ -199,16 +262,5 @@ export function peerOutboundStreams(association: PkgAssociation): number | undef
 
 /** Whether every DATA chunk this association sent has been acknowledged. */
 export function allAcked(association: PkgAssociation): boolean {
-  for (const _ in association.sent) return false;
-  return true;
-}
-
-/** The TSN of the last DATA chunk handed to the wire (TSNs are assigned when chunks are bundled). */
-export function lastAssignedTsn(association: PkgAssociation): number {
-  return (association.my_next_tsn.number - 1) >>> 0;
-}
-
-/** RFC 1982 serial comparison on 32-bit TSNs: a ≥ b. */
-export function tsnGe(a: number, b: number): boolean {
-  return ((a - b) | 0) >= 0;
+  return association.outstandingCount === 0;
 }

@@ -1,34 +1,26 @@
 /**
- * Transmit path: one queue per association (docs/SCTP.md "sending").
+ * Transmit path: what the connection hands the association (docs/SCTP.md "Sending").
  *
- * The sctp package keeps a single pending drain callback per association, so concurrent SENDs lose
- * callbacks, and a SEND while flightsize >= cwnd fails (its stream writers swallow that error and drop
- * the data). Everything this plugin sends therefore goes through this queue: it hands the package a
- * batch of user messages only when the congestion and receive windows allow it (RFC 4960 §6.1 rules A
- * and B), waits for the last SEND's callback before the next batch, and reports a message as done only
- * once the peer's cumulative TSN ack covers it (the package may retransmit from the caller's buffers
- * until then).
+ * `@rddp/sctp` keeps a send queue per SCTP stream and a stream scheduler (RFC 8260 §3), packs the
+ * chunks into packets once per event-loop turn, and completes a SEND when the message's last fragment
+ * is handed to the wire (it keeps the encoded copy for retransmission, RFC 4960 §6.3). So this layer
+ * only counts what is not handed over yet (for `whenIdle`), and watches for a peer that stopped
+ * acknowledging (RFC 4960 §8.1).
  */
-import { type LlpError, LlpTimeoutError, type SendCallback } from '@rddp/llp';
+import { type LlpError, LlpProtocolError, LlpTimeoutError, type SendCallback, StreamClosedError } from '@rddp/llp';
 import type { PartsView } from './parts-view.js';
-import { allAcked, lastAssignedTsn, type PkgAssociation, tsnGe } from './pkg.js';
+import type { PkgAssociation } from './pkg.js';
 
 export interface QueueItem {
   readonly streamId: number;
   readonly ppid: number;
   readonly data: Buffer | PartsView;
   readonly length: number;
-  /** Runs once the message is acknowledged, or with the error that ended the association. */
+  /** Runs once the message is handed to the wire, or with the error that ended the association first. */
   readonly done?: SendCallback | undefined;
-  /** Runs when the message leaves the queue for the package (per-stream backpressure accounting). */
-  readonly dequeued?: ((length: number) => void) | undefined;
 }
 
 export interface SendQueueOptions {
-  /** Most octets handed to the package in one go (they share SCTP packets: bundling, RFC 4960 §6.10). */
-  readonly maxBatch: number;
-  /** Zero window probe delay when the peer's window is too small and nothing is in flight (RFC 4960 §6.1 A). */
-  readonly probeMs: number;
   /** No acknowledgement progress for this long while data is outstanding: the peer is gone. 0 = never. */
   readonly deadPeerMs: number;
   /** Called when the queue cannot go on (dead peer, package error): the owner aborts the association. */
@@ -36,205 +28,110 @@ export interface SendQueueOptions {
 }
 
 export class SendQueue {
-  private readonly waiting: QueueItem[] = [];
-  private readonly unacked: { lastTsn: number; items: QueueItem[] }[] = [];
-  private busy = false;
-  /** The batch handed to the package whose last SEND callback is awaited. */
-  private current: QueueItem[] | undefined;
+  /** SENDs whose callback has not run. */
+  private inQueue = 0;
   private ended: LlpError | undefined;
-  private probeTimer: NodeJS.Timeout | undefined;
-  private probeArmed = false;
   private deadTimer: NodeJS.Timeout | undefined;
+  private lastProgress = { sacks: -1, outstanding: -1 };
   private idleWaiters: (() => void)[] = [];
+  private readonly onIdle = () => {
+    if (this.isIdle()) this.wakeIdle();
+  };
 
   constructor(
     private readonly association: PkgAssociation,
     private readonly options: SendQueueOptions,
   ) {}
 
-  /** Messages queued or unacknowledged. */
+  /** Messages not yet handed to the wire. */
   get pending(): number {
-    let n = this.waiting.length + (this.busy ? 1 : 0);
-    for (const u of this.unacked) n += u.items.length;
-    return n;
+    return this.inQueue;
   }
 
   push(item: QueueItem): void {
     if (this.ended) {
-      item.dequeued?.(item.length);
       item.done?.(this.ended);
       return;
     }
-    this.waiting.push(item);
-    this.pump();
-  }
-
-  /** Resolves once everything queued so far is acknowledged (or the queue ended). */
-  whenIdle(): Promise<void> {
-    if (this.ended || (this.pending === 0 && allAcked(this.association))) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  /** A SACK was processed by the package: settle what it acknowledged, send what now fits. */
-  onSack(): void {
-    // The package calls the last SEND's callback only from a SACK that leaves room for another message
-    // (flightsize < cwnd, message < peer_rwnd); a peer holding its window shut may never send one. Once
-    // nothing is in flight, the batch was sent and acknowledged anyway.
-    const batch = this.current;
-    const bundlingQueue = (this.association as unknown as { queue?: unknown[] }).queue;
-    if (this.busy && batch && allAcked(this.association) && (bundlingQueue?.length ?? 0) === 0) this.sent(batch);
-    this.settle();
-    this.pump();
-  }
-
-  /**
-   * The association is over: fail what never reached the package with `error`. What the package sent
-   * and the peer has not acknowledged yet fails too — unless the association ended in a graceful
-   * SHUTDOWN (`delivered`), which RFC 4960 §9.2 completes only once all outstanding DATA is acknowledged.
-   */
-  end(error: LlpError, delivered = false): void {
-    if (this.ended) return;
-    this.ended = error;
-    this.clearTimers();
-    const waiting = [...this.waiting];
-    const unacked = this.unacked.flatMap((u) => u.items);
-    this.waiting.length = 0;
-    this.unacked.length = 0;
-    for (const it of waiting) {
-      it.dequeued?.(it.length);
-      it.done?.(error);
-    }
-    for (const it of unacked) it.done?.(delivered ? undefined : error);
-    this.wakeIdle();
-  }
-
-  /** The peer started SHUTDOWN (RFC 4960 §9.2): nothing new is sent; what is in flight is still acknowledged. */
-  stopNew(error: LlpError): void {
-    const waiting = [...this.waiting];
-    this.waiting.length = 0;
-    for (const it of waiting) {
-      it.dequeued?.(it.length);
-      it.done?.(error);
-    }
-  }
-
-  pump(): void {
-    if (this.busy || this.ended || this.waiting.length === 0) return;
-    const a = this.association;
-    if (a.state !== 'ESTABLISHED') return;
-    // RFC 4960 §6.1 B: nothing new while cwnd or more is outstanding.
-    if (a.flightsize >= a.cwnd) {
-      this.watch();
-      return;
-    }
-    const probe = this.probeArmed && allAcked(a);
-    const batch: QueueItem[] = [];
-    let bytes = 0;
-    while (this.waiting.length > 0) {
-      const it = this.waiting[0] as QueueItem;
-      if (batch.length > 0 && bytes + it.length > this.options.maxBatch) break;
-      // RFC 4960 §6.1 A: stay inside the peer's receive window; the package would wait forever for a
-      // message that never fits (docs/SCTP.md, defect "window").
-      if (a.flightsize + bytes + it.length >= a.peer_rwnd && !(probe && batch.length === 0)) break;
-      batch.push(this.waiting.shift() as QueueItem);
-      bytes += it.length;
-    }
-    if (batch.length === 0) {
-      if (allAcked(a)) this.armProbe();
-      this.watch();
-      return;
-    }
-    this.probeArmed = false;
-    this.busy = true;
-    this.current = batch;
-    for (const it of batch) it.dequeued?.(it.length);
-    const last = batch.length - 1;
-    for (let i = 0; i <= last; i++) {
-      const it = batch[i] as QueueItem;
-      let failed: Error | undefined;
-      // Only the last SEND's callback is waited for: earlier ones may be overwritten by the package.
-      a.SEND(it.data, { stream_id: it.streamId, ppid: it.ppid }, (error) => {
-        if (error) {
-          failed = error;
-          return;
-        }
-        if (i === last) this.sent(batch);
-      });
-      if (failed) {
-        this.busy = false;
-        this.options.onFatal(failed);
+    this.inQueue++;
+    this.association.SEND(item.data, { stream_id: item.streamId, ppid: item.ppid }, (error) => {
+      this.inQueue--;
+      if (error && !this.ended && this.association.state !== 'ESTABLISHED') {
+        // RFC 4960 §9.2: no new data once either side started SHUTDOWN
+        item.done?.(new StreamClosedError(`the association is shutting down (${this.association.state})`));
         return;
       }
-    }
+      if (error && !this.ended) {
+        const e = new LlpProtocolError(`sctp: ${error.message}`, { cause: error });
+        item.done?.(e);
+        this.options.onFatal(e);
+        return;
+      }
+      item.done?.(this.ended ?? undefined);
+    });
     this.watch();
   }
 
-  private sent(batch: QueueItem[]): void {
-    if (this.ended || this.current !== batch) return;
-    this.current = undefined;
-    this.busy = false;
-    this.unacked.push({ lastTsn: lastAssignedTsn(this.association), items: batch });
-    this.settle();
-    this.pump();
+  /** Resolves once everything queued so far is handed over and acknowledged (or the queue ended). */
+  whenIdle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => {
+      if (this.idleWaiters.length === 0) this.association.on('IDLE', this.onIdle);
+      this.idleWaiters.push(resolve);
+    });
   }
 
-  private settle(): void {
-    const ack = this.association.c_tsn_ack?.number;
-    let progressed = false;
-    if (ack !== undefined) {
-      while (this.unacked.length > 0 && tsnGe(ack, (this.unacked[0] as { lastTsn: number }).lastTsn)) {
-        const u = this.unacked.shift() as { items: QueueItem[] };
-        progressed = true;
-        for (const it of u.items) it.done?.();
-      }
-    }
-    if (progressed) this.resetDead();
-    if (this.pending === 0 && allAcked(this.association)) {
-      this.clearTimers();
-      this.wakeIdle();
-    }
+  /** The association is over: what it had not handed over fails with `error` (through its callbacks). */
+  end(error: LlpError): void {
+    if (this.ended) return;
+    this.ended = error;
+    this.association._failQueued(error);
+    this.clearTimers();
+    this.wakeIdle();
+  }
+
+  private isIdle(): boolean {
+    return this.ended !== undefined || (this.inQueue === 0 && this.association.idle);
   }
 
   private wakeIdle(): void {
+    this.association.off('IDLE', this.onIdle);
     const ws = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of ws) w();
   }
 
-  private armProbe(): void {
-    if (this.probeTimer || this.probeArmed) return;
-    this.probeTimer = setTimeout(() => {
-      this.probeTimer = undefined;
-      this.probeArmed = true;
-      this.pump();
-    }, this.options.probeMs);
-    this.probeTimer.unref();
-  }
-
-  /** Arms the dead-peer watchdog while anything is outstanding. */
+  /** Arms the dead-peer watchdog while anything is outstanding: it fires when no SACK moved anything. */
   private watch(): void {
-    if (this.options.deadPeerMs <= 0 || this.deadTimer || this.pending === 0) return;
+    if (this.options.deadPeerMs <= 0 || this.deadTimer || this.ended) return;
+    const a0 = this.association;
+    if (this.lastProgress.sacks < 0)
+      this.lastProgress = { sacks: a0.stats.sacksReceived, outstanding: a0.outstandingCount };
     this.deadTimer = setTimeout(() => {
       this.deadTimer = undefined;
-      if (this.pending > 0 && !this.ended) {
-        this.options.onFatal(
-          new LlpTimeoutError(`no acknowledgement from the peer for ${this.options.deadPeerMs} ms (RFC 4960 §8.1)`),
-        );
+      if (this.ended) return;
+      const a = this.association;
+      const now = { sacks: a.stats.sacksReceived, outstanding: a.outstandingCount };
+      const busy = this.inQueue > 0 || a.outstandingCount > 0;
+      if (!busy) {
+        this.lastProgress = { sacks: -1, outstanding: -1 };
+        return;
       }
+      const progressed = now.sacks !== this.lastProgress.sacks || now.outstanding !== this.lastProgress.outstanding;
+      this.lastProgress = now;
+      if (progressed) {
+        this.watch();
+        return;
+      }
+      this.options.onFatal(
+        new LlpTimeoutError(`no acknowledgement from the peer for ${this.options.deadPeerMs} ms (RFC 4960 §8.1)`),
+      );
     }, this.options.deadPeerMs);
     this.deadTimer.unref();
   }
 
-  private resetDead(): void {
-    if (this.deadTimer) clearTimeout(this.deadTimer);
-    this.deadTimer = undefined;
-    this.watch();
-  }
-
   private clearTimers(): void {
-    if (this.probeTimer) clearTimeout(this.probeTimer);
     if (this.deadTimer) clearTimeout(this.deadTimer);
-    this.probeTimer = undefined;
     this.deadTimer = undefined;
   }
 }

@@ -3,7 +3,8 @@
  * Receive: DDP Segments (PPID 16) are handed up whole, one per SCTP user message; while the reader is
  * paused they are held and their octets stay debited from the association's receive window, so the
  * peer sees the window close (RFC 4960 §6.2) instead of this side buffering without bound.
- * Send: through the association's queue. Graceful close: Session Terminate on this stream (RFC 5043).
+ * Send: through the association's queue for this stream; a send completes when its DATA is handed to the
+ * wire (the association keeps the copy it retransmits from). Graceful close: Session Terminate on this stream (RFC 5043).
  */
 import { BaseLlpStream, InvalidArgumentError, type LlpCloseEvent, type LlpError, type SendCallback } from '@rddp/llp';
 import { PartsView } from './parts-view.js';
@@ -29,7 +30,7 @@ export class SctpLlpStream extends BaseLlpStream {
   private waiting: Buffer[] = [];
   private heldOctets = 0;
   private queued = 0;
-  /** Sends whose `done` has not run yet (their DATA is not acknowledged). */
+  /** Sends whose `done` has not run yet (their DATA is not handed to the wire). */
   private unacked = 0;
   /** A graceful end that waits for `unacked` to reach 0 (RFC 5041 §6.2: what was sent before it is delivered). */
   private pendingEnd: LlpCloseEvent | undefined;
@@ -65,6 +66,7 @@ export class SctpLlpStream extends BaseLlpStream {
       data: PartsView.of(parts),
       length,
       done: (error) => {
+        this.dequeued(length);
         this.unacked--;
         done?.(error);
         if (this.unacked === 0 && this.pendingEnd) {
@@ -73,7 +75,6 @@ export class SctpLlpStream extends BaseLlpStream {
           this.finish(ev);
         }
       },
-      dequeued: (n) => this.dequeued(n),
     });
     return this.queued < this.highWaterMark;
   }

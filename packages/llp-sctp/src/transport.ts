@@ -25,6 +25,7 @@ import { connectionTuning, SctpConnection } from './connection.js';
 import { SctpListener } from './listener.js';
 import {
   grantedRecvBuffer,
+  pathPacketSize,
   type ResolvedOptions,
   recvBufferRequest,
   resolveOptions,
@@ -87,11 +88,12 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
       throw e;
     }
     const aRwnd = windowFor(o, wire.recvBufferSize);
+    const pmtu = pathPacketSize(o, peer.host, wire.localHost);
     try {
       path = new PeerPath(
         (packet, cb) => wire.send(packet, peer, cb),
         peer,
-        { localPort: wire.localPort, streams, aRwnd },
+        { localPort: wire.localPort, streams, aRwnd, idata: o.interleaving, scheduler: o.scheduler },
         {
           refused: (e) => failWith(e),
           packageError: (e) =>
@@ -120,7 +122,7 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
       capabilities: this.capabilities,
       localAddress: { host: wire.localHost, port: wire.localPort },
       remoteAddress: { host: peer.host, port: peer.port },
-      tuning: connectionTuning(o),
+      tuning: connectionTuning(o, pmtu),
       logger: o.logger,
       streams,
       onEnded: () => {

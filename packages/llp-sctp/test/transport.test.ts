@@ -191,7 +191,8 @@ describe('DDP over SCTP (RFC 5043)', () => {
   });
 
   it('RFC 5041 §5.2: MULPDU fits the peer receive window; over it send() refuses, at it the ULPDU arrives', async () => {
-    const { a, b } = await setup({ responder: { receiveWindow: 16 * 1024 } });
+    // Ethernet-size packets: the MULPDU leaves one packet of the window free.
+    const { a, b } = await setup({ initiator: { pmtu: 1472 }, responder: { receiveWindow: 16 * 1024 } });
     const s = a.streams[0] as LlpStream;
     expect(s.mulpdu).toBeLessThan(16 * 1024);
     expect(s.mulpdu).toBe(16 * 1024 - 1472);
@@ -225,8 +226,12 @@ describe('DDP over SCTP (RFC 5043)', () => {
     rx.pause();
     const s = a.streams[0] as LlpStream;
     let sent = 0;
-    while (s.send([pattern(4096, sent)])) sent++;
-    sent++;
+    // Sends complete when handed to the wire: the sender's queue fills once the peer's window has closed.
+    for (let round = 0; round < 4; round++) {
+      while (s.send([pattern(4096, sent)])) sent++;
+      sent++;
+      await new Promise((r) => setTimeout(r, 25));
+    }
     await until(() => rx.heldBytes > 0, 'segments held at the paused reader');
     await new Promise((r) => setTimeout(r, 100));
     expect(rx.heldBytes).toBeLessThanOrEqual(64 * 1024 + 4096);
@@ -339,7 +344,8 @@ describe('DDP over SCTP (RFC 5043)', () => {
     cleanup.push(() => b.abort());
     expect(b.streams.length).toBe(2);
     const got = collect(b.streams[0] as LlpStream);
-    // The package's own check lets stream id == OS through (off by one): this side must catch it.
+    // A peer that sends beyond the streams it announced (played by the package told it has three).
+    assoc.OS = 3;
     assoc.SEND(Buffer.from('stray'), { stream_id: 2, ppid: PPID_DDP_SEGMENT }, () => {});
     assoc.SEND(Buffer.from('fine'), { stream_id: 0, ppid: PPID_DDP_SEGMENT }, () => {});
     await until(() => causes.length === 1 && got.length === 1, 'the ERROR and the good segment');
@@ -428,7 +434,7 @@ describe('DDP over SCTP (RFC 5043)', () => {
     expect(() => (a.streams[0] as LlpStream).send([])).toThrow(InvalidArgumentError);
   });
 
-  it('RFC 4960 §15: RTO.Initial, RTO.Min and RTO.Max from the options reach the association at each end (RTO.Min 50 ms by default)', async () => {
+  it('RFC 4960 §15: RTO.Initial, RTO.Min and RTO.Max from the options reach the association at each end (RFC 9260 §16 defaults: 1 s, 1 s, 60 s)', async () => {
     const { a, b } = await setup({ initiator: { rtoInitialMs: 700, rtoMinMs: 30, rtoMaxMs: 5000 } });
     type Rto = { rto_initial: number; rto_min: number; rto_max: number };
     const rto = (c: LlpConnection) => {
@@ -436,7 +442,7 @@ describe('DDP over SCTP (RFC 5043)', () => {
       return { initial: t.rto_initial, min: t.rto_min, max: t.rto_max };
     };
     expect(rto(a)).toEqual({ initial: 700, min: 30, max: 5000 });
-    expect(rto(b)).toEqual({ initial: 3000, min: 50, max: 60_000 });
+    expect(rto(b)).toEqual({ initial: 1000, min: 1000, max: 60_000 });
   });
 
   it('raw IPv4 encapsulation (protocol 132): works as root with raw-socket, else RawSocketUnavailableError', async () => {
@@ -447,7 +453,7 @@ describe('DDP over SCTP (RFC 5043)', () => {
       available = false;
       expect(e).toBeInstanceOf(RawSocketUnavailableError);
     }
-    const t = sctp({ encapsulation: 'raw' });
+    const t = sctp({ encapsulation: 'raw', mulpdu: 65_536 });
     if (!available || process.getuid?.() !== 0) {
       const e = await t.listen({ host: '127.0.0.1', port: 0 }).catch((x) => x);
       expect(e).toBeInstanceOf(RawSocketUnavailableError);

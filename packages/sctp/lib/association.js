@@ -6,6 +6,8 @@ const Chunk = require('./chunk')
 const defs = require('./defs')
 const SN = require('./serial')
 const Reassembly = require('./reassembly')
+const { StreamScheduler } = require('./scheduler')
+const transmit = require('./transmit')
 
 class Association extends EventEmitter {
   constructor (endpoint, options) {
@@ -36,12 +38,10 @@ class Association extends EventEmitter {
     endpoint.associations_lookup[key] = this
     endpoint.associations.push(this)
 
+    // [rddp] reassembly.js, rewritten: delivers whole messages per stream
     this.reassembly = new Reassembly({
-      rwnd: this.a_rwnd
-    })
-
-    this.reassembly.on('data', (buffer, stream, ppid) => {
-      this._deliver(buffer, stream, ppid)
+      rwnd: this.a_rwnd,
+      onDeliver: (buffer, stream, ppid) => this._deliver(buffer, stream, ppid)
     })
 
     this.rto_initial = defs.NET_SCTP.rto_initial
@@ -51,7 +51,8 @@ class Association extends EventEmitter {
     // INIT is timed with them too (see SETPROTOCOLPARAMETERS).
     this._setRtoParameters(options)
 
-    const PMTU = defs.NET_SCTP.PMTU || 1500 // TODO
+    // [rddp] The path MTU comes from the user (SETPMTU), e.g. the route's MTU.
+    const PMTU = options.PMTU || defs.NET_SCTP.PMTU || 1500
 
     this.peer_rwnd = 0
 
@@ -66,7 +67,7 @@ class Association extends EventEmitter {
       active: false,
       errors: 0,
       error_threshold: 10,
-      cwnd: Math.min(4 * PMTU, Math.max(2 * PMTU, 4380)), //  7.2.1.  Slow-Start
+      cwnd: Math.min(4 * PMTU, Math.max(2 * PMTU, 4404)), // [rddp] RFC 9260 §7.2.1
       RTO: this.rto_initial,
       SRTT: 0,
       RTTVAR: 0,
@@ -80,28 +81,22 @@ class Association extends EventEmitter {
       this.destinations[this.remoteAddress] = this.default_address_data
     }
 
-    this.my_next_tsn = new SN(this.my_tag)
-    // [rddp] RFC 4960 §7.2.2; bytes of retransmissions queued for _bundle()
-    this.partial_bytes_acked = 0
-    this._rtxQueued = 0
+    // [rddp] transmit.js: per-stream send queues (RFC 8260 §3), one packetization pass
+    // per event-loop turn, chunks in flight in TSN order
+    this.scheduler = new StreamScheduler(options.scheduler || endpoint.scheduler || 'rr')
+    // RFC 8260 I-DATA: offered when asked for, used when both sides offered it
+    this.offerIData = !!(options.idata !== undefined ? options.idata : endpoint.idata)
+    this.interleaving = false
+    this.sendHighWater = options.sendHighWater || 4 * 1024 * 1024
+    this.association_max_retrans = defs.NET_SCTP.association_max_retrans
+    this._initTransmit({ max_burst: defs.NET_SCTP.max_burst })
 
-    this.bundling = 0
-    this.sacks = 0
-    this.ssn = []
-    this.fastRecovery = false
     this.readBuffer = []
     this.everSentSack = false
     this.packetsSinceLastSack = 0
-    this.queue = []
-    this.sent = {}
-    this.countRcv = 0
     this.nonces = {}
     this.mute = false // If received ABORT chunk
 
-    this.drainCallback = null
-
-    this.on('data', this.onData.bind(this))
-    this.on('sack', this.onSack.bind(this))
     this.on('init', this.onInit.bind(this))
     this.on('init_ack', this.onInitAck.bind(this))
     this.on('heartbeat', this.onHeartbeat.bind(this))
@@ -312,293 +307,6 @@ class Association extends EventEmitter {
     }
   }
 
-  onData (chunk, source) {
-    this.countRcv++
-    this.debugger.debug('< DATA %d, total: %d', chunk.tsn, this.countRcv)
-    if (!(this.state === 'ESTABLISHED' ||
-      this.state === 'SHUTDOWN-PENDING' ||
-      this.state === 'SHUTDOWN-SENT'
-    )) {
-      return
-    }
-    if (!chunk.user_data || !chunk.user_data.length > 0) {
-      this.debugger.warn('< received empty DATA chunk %o', chunk)
-      this._abort({ error_causes: [{ cause: 'NO_USER_DATA', tsn: chunk.tsn }] }, source)
-      return
-    }
-
-    const hadGaps = this.reassembly.have_gaps
-    const dataAccepted = this.reassembly.process(chunk)
-
-    if (this.state === 'SHUTDOWN-SENT') {
-      /*
-         While in the SHUTDOWN-SENT state, the SHUTDOWN sender MUST
-         immediately respond to each received packet containing one or more
-         DATA chunks with a SHUTDOWN chunk and restart the T2-shutdown timer.
-         If a SHUTDOWN chunk by itself cannot acknowledge all of the received
-         DATA chunks (i.e., there are TSNs that can be acknowledged that are
-         larger than the cumulative TSN, and thus gaps exist in the TSN
-         sequence), or if duplicate TSNs have been received, then a SACK chunk
-         MUST also be sent.
-         */
-      this.debugger.trace('we are in the SHUTDOWN-SENT state - repeat SHUTDOWN')
-      this._sendChunk('shutdown', { c_tsn_ack: this.reassembly.peer_c_tsn.number })
-      if (!this.reassembly.have_gaps && this.duplicates.length === 0) {
-        return
-      }
-    }
-
-    /*
-     The guidelines on delayed acknowledgement algorithm specified in
-     Section 4.2 of [RFC2581] SHOULD be followed.  Specifically, an
-     acknowledgement SHOULD be generated for at least every second packet
-     (not every second DATA chunk) received, and SHOULD be generated
-     within 200 ms of the arrival of any unacknowledged DATA chunk.  In
-     some situations, it may be beneficial for an SCTP transmitter to be
-     more conservative than the algorithms detailed in this document
-     allow.  However, an SCTP transmitter MUST NOT be more aggressive than
-     the following algorithms allow.
-     */
-
-    if (!chunk.last_in_packet) {
-      /*
-       An SCTP receiver MUST NOT generate more than one SACK for every
-       incoming packet, other than to update the offered window as the
-       receiving application consumes new data.
-       */
-      // TODO sacks on data consumption?
-      return
-    }
-
-    let immediately = false
-    if (dataAccepted) {
-      if (++this.packetsSinceLastSack >= this.sack_freq) {
-        immediately = true
-      }
-    }
-    if (!this.everSentSack) {
-      /*
-       After the reception of the first DATA chunk in an association the
-       endpoint MUST immediately respond with a SACK to acknowledge the DATA
-       chunk.  Subsequent acknowledgements should be done as described in
-       Section 6.2.
-       */
-      immediately = true
-    }
-    if (this.reassembly.have_gaps) {
-      /*
-      If the endpoint detects a gap in the received DATA chunk sequence,
-      it SHOULD send a SACK with Gap Ack Blocks immediately.
-      */
-      immediately = true
-    }
-
-    if (hadGaps && dataAccepted) {
-      // [rddp] RFC 4960 §6.2 follows RFC 2581 §4.2 (now RFC 5681 §4.2): a chunk
-      // that fills all or part of a gap is acknowledged at once, not after the
-      // delayed-SACK timer.
-      immediately = true
-    }
-
-    if (this.reassembly.duplicates.length > 0) {
-      /*
-      When a packet arrives with duplicate DATA chunk(s) and with no new
-      DATA chunk(s), the endpoint MUST immediately send a SACK with no delay.
-      */
-      immediately = true
-    }
-
-    if (!dataAccepted) {
-      /*
-      In either case, if such a DATA chunk is dropped, the
-       receiver MUST immediately send back a SACK with the current receive
-       window showing only DATA chunks received and accepted so far.
-       */
-      immediately = true
-    }
-
-    if (immediately) {
-      // For all such we do sack immediately
-      this.debugger.trace('SACK immediately')
-      // Serves to group sack sending for chunks in packet
-      this.sacks++
-      this._sack()
-    } else {
-      this.scheduleSack()
-    }
-  }
-
-  scheduleSack () {
-    if (this._sack_timer) {
-      this.debugger.trace('SACK timer already set')
-    } else {
-      this.debugger.trace('SACK timer set', this.sack_timeout)
-      this._sack_timer = setTimeout(() => {
-        this.debugger.trace('SACK timer expired', this.sack_timeout)
-        this._sack()
-      }, this.sack_timeout)
-    }
-  }
-
-  onSack (chunk) {
-    this.debugger.trace('< sack c_tsn %d, peer_rwnd %d', chunk.c_tsn_ack, chunk.a_rwnd)
-    /*
-      A SACK MUST be processed in ESTABLISHED, SHUTDOWN-PENDING, and
-      SHUTDOWN-RECEIVED.  An incoming SACK MAY be processed in COOKIE-
-      ECHOED.  A SACK in the CLOSED state is out of the blue and SHOULD be
-      processed according to the rules in Section 8.4.  A SACK chunk
-      received in any other state SHOULD be discarded.
-      */
-    if (
-      !(
-        this.state === 'ESTABLISHED' ||
-        this.state === 'SHUTDOWN-PENDING' ||
-        this.state === 'SHUTDOWN-RECEIVED' ||
-        this.state === 'COOKIE-ECHOED'
-      )
-    ) {
-      return
-    }
-
-    // TODO 'PROTOCOL_VIOLATION' The cumulative tsn ack beyond the max tsn currently sent
-    // This.debugger.warn('< sack %O', chunk)
-    const cTSN = new SN(chunk.c_tsn_ack)
-    // [rddp] RFC 4960 §6.2.1 D i): a SACK whose Cumulative TSN Ack is below the
-    // Cumulative TSN Ack Point is out of date: drop it.
-    if (this.c_tsn_ack && cTSN.lt(this.c_tsn_ack)) {
-      return
-    }
-    this.peer_rwnd = chunk.a_rwnd
-    const ackAdvanced = this.c_tsn_ack ? cTSN.gt(this.c_tsn_ack) : true
-    this.c_tsn_ack = cTSN.copy()
-
-    // [rddp] One pass over the chunks in flight. A chunk stays in this.sent until the
-    // Cumulative TSN Ack covers it; one covered by a Gap Ack Block is only marked
-    // acked (the receiver may still drop it, RFC 4960 §6.2, and then it must be sent
-    // again). Each chunk counts in flightsize once, while it is in flight.
-    const gapBlocks = (chunk.sack_info && chunk.sack_info.gap_blocks) || []
-    const highestReported = gapBlocks.length > 0 ? gapBlocks[gapBlocks.length - 1].finish : 0
-    const flightsizeBefore = this.flightsize
-    let newlyAcked = 0
-    let htna = 0 // RFC 4960 §7.2.4: Highest TSN Newly Acknowledged, as an offset from cTSN
-    let renege = false
-    const missing = []
-    for (const key in this.sent) {
-      const sent = this.sent[key]
-      const offset = (sent.tsn - chunk.c_tsn_ack) | 0
-      if (offset <= 0) {
-        if (!sent.acked) {
-          newlyAcked += sent.bytes
-          this._measureRtt(sent)
-        }
-        if (sent.inFlight) this.flightsize -= sent.bytes
-        delete this.sent[key]
-        continue
-      }
-      const inGap = gapBlocks.some(block => offset >= block.start && offset <= block.finish)
-      if (inGap) {
-        if (!sent.acked) {
-          sent.acked = true
-          sent.retransmit = false
-          newlyAcked += sent.bytes
-          if (offset > htna) htna = offset
-          this._measureRtt(sent)
-          if (sent.inFlight) {
-            sent.inFlight = false
-            this.flightsize -= sent.bytes
-          }
-        }
-      } else {
-        if (sent.acked) {
-          // RFC 4960 §6.3.2 R4: a TSN acknowledged by a Gap Ack Block before is
-          // missing now (the receiver dropped it): it is outstanding again.
-          sent.acked = false
-          renege = true
-        }
-        if (offset < highestReported) missing.push([offset, sent])
-      }
-    }
-    const allAcked = Object.keys(this.sent).length === 0
-
-    // RFC 4960 §7.2.4: Fast Recovery ends when the exit point is acknowledged.
-    if (this.fastRecovery && cTSN.ge(this.fastRecoveryExitPoint)) {
-      this.fastRecovery = false
-      this.fastRecoveryExitPoint = null
-    }
-
-    // RFC 4960 §7.2.4 note: the cwnd rules of §7.2.1 and §7.2.2 apply before any
-    // Fast Retransmit this SACK triggers. Both need the Cumulative TSN Ack Point to
-    // advance, the cwnd fully used before the SACK, and (§7.2.1) no Fast Recovery.
-    if (ackAdvanced && !this.fastRecovery && flightsizeBefore >= this.cwnd) {
-      if (this.cwnd <= this.ssthresh) {
-        // §7.2.1 slow start: at most one PMTU per SACK
-        this.cwnd += Math.min(newlyAcked, this.PMTU)
-      } else {
-        // §7.2.2 congestion avoidance: one PMTU per cwnd of acknowledged bytes
-        this.partial_bytes_acked += newlyAcked
-        if (this.partial_bytes_acked >= this.cwnd) {
-          this.partial_bytes_acked -= this.cwnd
-          this.cwnd += this.PMTU
-        }
-      }
-    }
-    if (allAcked) {
-      // §7.2.2: partial_bytes_acked is reset once everything sent is acknowledged
-      this.partial_bytes_acked = 0
-      this.flightsize = 0
-    }
-
-    // RFC 4960 §7.2.4: a miss indication for each TSN reported missing below the
-    // HTNA of this SACK, or for every TSN reported missing when the Cumulative TSN
-    // Ack Point advances during Fast Recovery. Three of them mark the chunk for
-    // retransmission, once (§7.2.4 5: a chunk is fast retransmitted at most once).
-    let fastRetransmit = false
-    for (const [offset, sent] of missing) {
-      if (offset < htna || (this.fastRecovery && ackAdvanced)) {
-        sent.misses = (sent.misses || 0) + 1
-        if (sent.misses >= 3 && !sent.fastRetransmitted) {
-          sent.misses = 0
-          sent.fastRetransmitted = true
-          this._markForRetransmission(sent)
-          fastRetransmit = true
-        }
-      }
-    }
-    if (fastRetransmit) {
-      this._fastRetransmit(ackAdvanced)
-    }
-
-    if (allAcked) {
-      // RFC 4960 §6.3.2 R2: all outstanding data acknowledged: stop T3-rtx.
-      this.debugger.trace('all outstanding data has been acknowledged')
-      this._stopT3()
-      if (this.state === 'SHUTDOWN-PENDING') {
-        this._shutdown()
-        return
-      }
-      if (this.state === 'SHUTDOWN-RECEIVED') {
-        this._sendShutdownAck()
-        return
-      }
-    } else if (ackAdvanced) {
-      // §6.3.2 R3: the earliest outstanding TSN was acknowledged: restart T3-rtx.
-      this._restartT3()
-    } else if (renege) {
-      // §6.3.2 R4
-      this._startT3()
-    }
-
-    // RFC 4960 §6.1 C: chunks marked for retransmission go out first, as cwnd allows.
-    this._retransmit()
-
-    if (this.drainCallback && this.drain()) {
-      this.debugger.debug('drain callback c_tsn %d, peer_rwnd %d', chunk.c_tsn_ack, chunk.a_rwnd)
-      const callback = this.drainCallback
-      delete this.drainCallback
-      callback()
-    }
-  }
-
   onInitAck (chunk, source) {
     if (this.state === 'COOKIE-WAIT') {
       this.debugger.debug('< init_ack cookie', chunk.state_cookie)
@@ -770,7 +478,7 @@ class Association extends EventEmitter {
     // checked first: it acknowledges DATA as a SACK's does (the package ignored
     // it: DATA whose SACK was lost went again on each T3-rtx until a SACK got
     // through, or T2-shutdown gave up and the association was lost).
-    if (Object.keys(this.sent).length === 0) {
+    if (this.idle) {
       this._sendShutdownAck(source)
     } else {
       this._ackFromShutdown(chunk)
@@ -781,9 +489,8 @@ class Association extends EventEmitter {
   // SACK without Gap Ack Blocks (§6.2.1 D: one below the Cumulative TSN Ack Point
   // is ignored); onSack() sends the SHUTDOWN ACK once nothing is outstanding.
   _ackFromShutdown (chunk) {
-    if (Object.keys(this.sent).length === 0 || typeof chunk.c_tsn_ack !== 'number') return
-    const cTSN = new SN(chunk.c_tsn_ack)
-    if (this.c_tsn_ack && !cTSN.gt(this.c_tsn_ack)) return
+    if (this.outstandingCount === 0 || typeof chunk.c_tsn_ack !== 'number') return
+    if (this.cumAck !== undefined && ((chunk.c_tsn_ack - this.cumAck) | 0) <= 0) return
     this.onSack({ c_tsn_ack: chunk.c_tsn_ack, a_rwnd: this.peer_rwnd, sack_info: {} })
   }
 
@@ -857,10 +564,6 @@ class Association extends EventEmitter {
       this.debugger.warn('< ABORT has error causes', chunk.error_causes)
     }
     this._down()
-    if (this.queue.length > 0) {
-      this.debugger.trace('abandon sending of chunks', this.queue.length)
-    }
-    this.queue = []
     this.emit('COMMUNICATION LOST', 'abort', chunk.error_causes)
     this._destroy()
   }
@@ -872,6 +575,9 @@ class Association extends EventEmitter {
       outbound_streams: this.OS,
       inbound_streams: this.MIS,
       initial_tsn: this.my_next_tsn.number
+    }
+    if (this.offerIData) {
+      initParams.supported_extensions = Buffer.from([transmit.I_DATA]) // [rddp] RFC 8260 §2.2
     }
 
     if (this.endpoint.localAddress) {
@@ -923,28 +629,12 @@ class Association extends EventEmitter {
      be transmitted to one of the destination transport addresses from
      which the DATA or control chunks being acknowledged were received.
     */
-    if (
-      chunkType === 'data' ||
-      chunkType === 'sack' ||
-      chunkType === 'heartbeat_ack'
-    ) {
-      // RFC allows to bundle other control chunks,
-      // but this gives almost no benefits
-      this.debugger.trace('> bundle-send', chunkType, options)
-      chunk.callback = callback
-      if (chunkType === 'data') {
-        // Do not encode here because we'll add tsn later, during bundling
-        chunk.size = chunk.user_data.length + 16
-      } else {
-        chunk.buffer = chunk.toBuffer()
-        chunk.size = chunk.buffer.length
-      }
-      this.debugger.trace('chunk size', chunk.size)
-      this.queue.push(chunk)
-      this.bundling++
-      setTimeout(() => {
-        this._bundle()
-      })
+    // [rddp] SACKs and HEARTBEAT ACKs are bundled by the next flush (transmit.js);
+    // DATA never comes here (SEND).
+    if (chunkType === 'sack') {
+      this._sack()
+    } else if (chunkType === 'heartbeat_ack') {
+      this._queueControl(chunk.toBuffer())
     } else {
       // No bundle
       // setTimeout(() => {
@@ -954,37 +644,6 @@ class Association extends EventEmitter {
       this._sendPacket([buffer], destination, [callback])
       // }, 0)
     }
-  }
-
-  _sack () {
-    if (this._sack_timer) {
-      this.debugger.trace('cancel SACK timer and do it now')
-      clearTimeout(this._sack_timer)
-      delete this._sack_timer
-    }
-    this.sacks--
-    if (this.sacks > 0) {
-      // Wait for last sack request in idle cycle
-      this.debugger.trace('grouping SACKs, wait %d more...', this.sacks)
-      return
-    }
-    const sackOptions = this.reassembly.sackInfo()
-    this.debugger.trace('prepared SACK %O', sackOptions)
-    if (sackOptions.sack_info) {
-      // [rddp] RFC 4960 §6.7 / §6.2: with gaps (or duplicates) the SACK goes out
-      // now, one per packet received. Queued for bundling, all SACKs of a burst of
-      // packets collapsed into the last one, so the sender got one miss indication
-      // per burst and its Fast Retransmit (§7.2.4: three of them) rarely fired.
-      for (const queued of this.queue) {
-        if (queued.chunkType === 'sack') queued.stale = true
-      }
-      const chunk = new Chunk('sack', sackOptions)
-      this._sendPacket([chunk.toBuffer()], null, [])
-    } else {
-      this._sendChunk('sack', sackOptions)
-    }
-    this.everSentSack = true
-    this.packetsSinceLastSack = 0
   }
 
   _updateRTO (R) {
@@ -1054,7 +713,7 @@ class Association extends EventEmitter {
     this.RTO = Math.min(this.RTO * 2, this.rto_max)
     if (this.state === 'SHUTDOWN-SENT') {
       // TODO source
-      this._sendChunk('shutdown', { c_tsn_ack: this.reassembly.peer_c_tsn.number }, null, () => {
+      this._sendChunk('shutdown', { c_tsn_ack: this.reassembly.cumTsn }, null, () => {
         this.debugger.info('resent shutdown')
       })
       this._startT2()
@@ -1099,197 +758,6 @@ class Association extends EventEmitter {
     this._startT3()
   }
 
-  _expireT3 () {
-    this.T3 = null
-    this.debugger.trace('T3-rtx timer has expired')
-    // [rddp] RFC 4960 §6.3.3 E3: the outstanding chunks, not those a Gap Ack Block
-    // acknowledged.
-    const outstanding = this._inTsnOrder(sent => !sent.acked)
-    if (outstanding.length === 0) {
-      return
-    }
-    /*
-     6.3.3.  Handle T3-rtx Expiration
-
-     E1)  For the destination address for which the timer expires, adjust
-     its ssthresh with rules defined in Section 7.2.3 and set the
-     cwnd <- MTU.
-     */
-    this.ssthresh = Math.max(this.cwnd / 2, 4 * this.PMTU)
-    this.cwnd = this.PMTU
-    this.partial_bytes_acked = 0
-    /*
-     E2)  For the destination address for which the timer expires, set RTO
-     <- RTO * 2 ("back off the timer").  The maximum value discussed
-     in rule C7 above (RTO.max) may be used to provide an upper bound
-     to this doubling operation.
-     */
-    this.RTO = Math.min(this.RTO * 2, this.rto_max)
-    this.debugger.trace(
-      'adjustments on expire: cwnd %d / ssthresh %d / RTO %d',
-      this.cwnd,
-      this.ssthresh,
-      this.RTO
-    )
-    /*
-     E3)  Determine how many of the earliest (i.e., lowest TSN)
-     outstanding DATA chunks for the address for which the T3-rtx has
-     expired will fit into a single packet [...]. Call this value K.
-     Bundle and retransmit those K DATA chunks in a single packet to the
-     destination endpoint.
-
-     Note: Any DATA chunks that were sent to the address for which the
-     T3-rtx timer expired but did not fit in one MTU (rule E3 above)
-     should be marked for retransmission and sent as soon as cwnd allows
-     (normally, when a SACK arrives).
-     */
-    // [rddp] All of them are marked (and leave flightsize); the first packet's
-    // worth goes out now, the rest by rule C of §6.1 as SACKs open cwnd.
-    for (const sent of outstanding) {
-      this._markForRetransmission(sent)
-    }
-    this._retransmitOnePacket()
-    // E4) / R1) the T3-rtx timer is started by _bundle() when the packet leaves.
-  }
-
-  // [rddp] RFC 4960 §6.1 C: send chunks marked for retransmission, lowest TSN
-  // first, while flightsize (with what is already queued) is below cwnd. The
-  // package used to resend every marked chunk on every SACK without clearing the
-  // mark, and to count each retransmission in flightsize again.
-  _retransmit () {
-    for (const sent of this._inTsnOrder(sent => sent.retransmit)) {
-      if (this.flightsize + this._rtxQueued >= this.cwnd) {
-        break
-      }
-      this._queueRetransmission(sent)
-    }
-  }
-
-  // [rddp] RFC 4960 §7.2.4 3) and §6.3.3 E3: the lowest marked chunks that fit in
-  // one packet, sent regardless of cwnd. Returns whether the lowest outstanding
-  // TSN was among them.
-  _retransmitOnePacket () {
-    let length = 36 // 20 + 16, as _bundle() counts
-    let first = true
-    let lowest = false
-    const outstanding = this._inTsnOrder(sent => !sent.acked)
-    const lowestTsn = outstanding.length > 0 ? outstanding[0].tsn : null
-    for (const sent of outstanding) {
-      if (!sent.retransmit) {
-        continue
-      }
-      if (!first && length + sent.bytes > this.PMTU) {
-        break
-      }
-      first = false
-      length += sent.bytes
-      if (sent.tsn === lowestTsn) lowest = true
-      this._queueRetransmission(sent)
-    }
-    return lowest
-  }
-
-  _fastRetransmit (ackAdvanced) {
-    /*
-     Note: Before the above adjustments, if the received SACK also
-     acknowledges new DATA chunks and advances the Cumulative TSN Ack
-     Point, the cwnd adjustment rules defined in Section 7.2.1 and Section
-     7.2.2 must be applied first.
-     */
-    if (!this.fastRecovery) {
-      /*
-       If not in Fast Recovery, adjust the ssthresh and cwnd of the
-       destination address(es) to which the missing DATA chunks were
-       last sent, according to the formula described in Section 7.2.3.
-
-       ssthresh = max(cwnd/2, 4*MTU)
-       cwnd = ssthresh
-       partial_bytes_acked = 0
-       */
-      this.ssthresh = Math.max(this.cwnd / 2, 4 * this.PMTU)
-      this.cwnd = this.ssthresh
-      this.partial_bytes_acked = 0
-      /*
-       If not in Fast Recovery, enter Fast Recovery and mark the highest
-       outstanding TSN as the Fast Recovery exit point.
-       */
-      this.fastRecovery = true
-      this.fastRecoveryExitPoint = this.my_next_tsn.prev()
-      this.debugger.trace('entered fast recovery mode, cwnd %d, ssthresh %d',
-        this.cwnd,
-        this.ssthresh
-      )
-    }
-    /*
-     3)  Determine how many of the earliest (i.e., lowest TSN) DATA chunks
-     marked for retransmission will fit into a single packet [...].
-     Retransmit those K DATA chunks in a single packet.  When a Fast
-     Retransmit is being performed, the sender SHOULD ignore the value
-     of cwnd and SHOULD NOT delay retransmission for this single packet.
-     */
-    const lowest = this._retransmitOnePacket()
-    /*
-     4)  Restart the T3-rtx timer only if the last SACK acknowledged the
-     lowest outstanding TSN number sent to that address, or the
-     endpoint is retransmitting the first outstanding DATA chunk sent
-     to that address.
-     */
-    if (ackAdvanced || lowest) {
-      this._restartT3()
-    }
-  }
-
-  // [rddp] RFC 4960 §6.1 B counts what is outstanding: a chunk marked for
-  // retransmission leaves flightsize until it is sent again (a lost chunk would
-  // otherwise hold cwnd).
-  _markForRetransmission (sent) {
-    sent.retransmit = true
-    if (sent.inFlight) {
-      sent.inFlight = false
-      this.flightsize -= sent.bytes
-    }
-  }
-
-  // [rddp] RFC 4960 §6.3.3 / §7.2.4: a retransmission keeps its TSN and SSN, so
-  // the chunk object itself is queued for _bundle(), without its SEND callback
-  // (it ran on the first transmission).
-  _queueRetransmission (sent) {
-    sent.retransmit = false
-    if (sent.queued) {
-      return
-    }
-    sent.queued = true
-    sent.callback = null
-    this._rtxQueued += sent.bytes
-    this.queue.push(sent)
-    this.bundling++
-    setTimeout(() => {
-      this._bundle()
-    })
-  }
-
-  // [rddp] The chunks in this.sent that pass `filter`, lowest TSN first (object
-  // key order breaks when TSNs wrap around 2^32).
-  _inTsnOrder (filter) {
-    const next = this.my_next_tsn.number
-    const out = []
-    for (const key in this.sent) {
-      const sent = this.sent[key]
-      if (filter(sent)) out.push(sent)
-    }
-    return out.sort((a, b) => ((next - b.tsn) >>> 0) - ((next - a.tsn) >>> 0))
-  }
-
-  // [rddp] RFC 4960 §6.3.1 C5 (Karn): the RTT is measured on a chunk sent once.
-  _measureRtt (sent) {
-    if (this.rtoPending && this.rtoPending.tsn.number === sent.tsn) {
-      if (sent.transmissions === 1) {
-        this._updateRTO(new Date() - this.rtoPending.sent)
-      }
-      this.rtoPending = false
-    }
-  }
-
   _up () {
     /*
      HEARTBEAT sending MAY begin upon reaching the
@@ -1300,6 +768,7 @@ class Association extends EventEmitter {
     this._enableHeartbeat()
     this.debugger.info('association established')
     this.emit('COMMUNICATION UP')
+    this._scheduleFlush() // [rddp] what was sent before the association came up
   }
 
   _down () {
@@ -1373,178 +842,11 @@ class Association extends EventEmitter {
     )
   }
 
-  _deliver (data, stream, ppid) {
-    this.debugger.debug('< receive user data %d bytes, ppid %s', data.length, ppid)
-    if (this.listeners('DATA ARRIVE')) {
-      this.debugger.trace('emit DATA ARRIVE')
-      data.ppid = ppid
-      this.readBuffer.push(data)
-      this.emit('DATA ARRIVE', stream)
-    }
-    /*
-    An SCTP receiver MUST NOT generate more than one SACK for every
-     incoming packet, other than to update the offered window as the
-     receiving application consumes new data.
-     */
-    this.scheduleSack()
-  }
-
-  _bundle () {
-    if (this.state === 'CLOSED') {
-      return
-    }
-    if (this.queue.length === 0) {
-      return
-    }
-    this.bundling--
-    if (this.bundling > 0) {
-      return
-    }
-    let callbacks = []
-    let bundledChunks = []
-    let bundledLength = 36 // 20 + 16
-    const mtu = this.PMTU
-    let haveData = false
-    let sack
-
-    // Move last sack to the beginning of queue, ignore others
-    const processedQueue = []
-    this.queue.forEach(chunk => {
-      if (chunk.chunkType === 'sack') {
-        sack = chunk
-      } else {
-        processedQueue.push(chunk)
-      }
-    })
-    // [rddp] A SACK superseded by one sent at once (_sack()) is dropped.
-    if (sack && !sack.stale) {
-      processedQueue.unshift(sack)
-    }
-    this.queue = []
-
-    // [rddp] RFC 4960 §6.10: a packet is sent before a chunk that would take it
-    // over the PMTU (the package checked after adding, with the previous chunk's
-    // size), and a chunk skipped below no longer keeps the packet from being sent.
-    const flush = () => {
-      if (bundledChunks.length > 0) {
-        this.debugger.trace(
-          'send bundled chunks %d bytes, %d chunks',
-          bundledLength,
-          bundledChunks.length
-        )
-        this._sendPacket(bundledChunks, null, callbacks)
-        if (haveData) {
-          this._startT3()
-        }
-      }
-      bundledChunks = []
-      callbacks = []
-      bundledLength = 36 // 20 + 16
-      haveData = false
-    }
-
-    this.debugger.trace('process bundle queue %O', processedQueue)
-    for (const chunk of processedQueue) {
-      let buffer
-      if (chunk.size > mtu) {
-        this.debugger.warn('chunk size %d > MTU %d', chunk.size, mtu)
-        continue
-      } else if (chunk.chunkType === 'data') {
-        if (chunk.queued) {
-          // [rddp] A retransmission (_queueRetransmission): not if a SACK
-          // acknowledged it meanwhile (RFC 4960 §6.3.2).
-          chunk.queued = false
-          this._rtxQueued -= chunk.bytes
-          if (this.sent[chunk.tsn] !== chunk || chunk.acked) {
-            continue
-          }
-        }
-        /*
-         Data transmission MUST only happen in the ESTABLISHED, SHUTDOWN-
-         PENDING, and SHUTDOWN-RECEIVED states.  The only exception to this is
-         that DATA chunks are allowed to be bundled with an outbound COOKIE
-         ECHO chunk when in the COOKIE-WAIT state.
-         */
-        if (!(
-          this.state === 'ESTABLISHED' ||
-          this.state === 'SHUTDOWN-PENDING' ||
-          this.state === 'SHUTDOWN-RECEIVED'
-        )) {
-          this.debugger.warn(
-            'data transmission MUST only happen ' +
-            'in the ESTABLISHED, SHUTDOWN-PENDING, ' +
-            'and SHUTDOWN-RECEIVED states'
-          )
-          continue
-        }
-        /*
-         IMPLEMENTATION NOTE: In order to better support the data life time
-         option, the transmitter may hold back the assigning of the TSN number
-         to an outbound DATA chunk to the last moment.  And, for
-         implementation simplicity, once a TSN number has been assigned the
-         sender should consider the send of this DATA chunk as committed,
-         overriding any life time option attached to the DATA chunk.
-         */
-        if (chunk.tsn === null) {
-          // Not a retransmit
-          chunk.tsn = this.my_next_tsn.number
-          this.debugger.trace('last-minute set tsn to %d', chunk.tsn)
-          this.my_next_tsn.inc(1)
-        }
-        if (chunk.transmissions) {
-          // [rddp] RFC 4960 §6.3.1 C5 (Karn): no RTT measurement on a chunk
-          // that was retransmitted.
-          if (this.rtoPending && this.rtoPending.tsn.number === chunk.tsn) {
-            this.rtoPending = false
-          }
-        } else if (!this.rtoPending) {
-          this.rtoPending = {
-            tsn: new SN(chunk.tsn),
-            sent: new Date()
-          }
-        }
-        chunk.transmissions = (chunk.transmissions || 0) + 1
-        buffer = chunk.toBuffer()
-        chunk.bytes = buffer.length
-        chunk.misses = 0
-        this.sent[chunk.tsn] = chunk
-        // [rddp] Counted in flightsize once while in flight (a retransmission
-        // was added again on top of the original before).
-        if (!chunk.inFlight) {
-          chunk.inFlight = true
-          this.flightsize += chunk.bytes
-        }
-      } else {
-        buffer = chunk.buffer
-        delete chunk.buffer
-      }
-
-      if (bundledLength + buffer.length > mtu) {
-        flush()
-      }
-      if (chunk.chunkType === 'data') {
-        haveData = true
-      }
-      bundledChunks.push(buffer)
-      bundledLength += buffer.length
-      callbacks.push(chunk.callback)
-      // [rddp] A SEND callback runs once, on the first transmission (§6.3.3).
-      chunk.callback = null
-      this.debugger.trace(
-        'bundled chunk %s %d bytes, total %d',
-        chunk.chunkType,
-        buffer.length,
-        bundledLength
-      )
-    }
-    flush()
-  }
-
   _shutdown (callback) {
     // this._down()
     this._sendChunk(
       'shutdown',
-      { c_tsn_ack: this.reassembly.peer_c_tsn.number },
+      { c_tsn_ack: this.reassembly.cumTsn },
       null,
       () => {
         /*
@@ -1584,6 +886,7 @@ class Association extends EventEmitter {
     clearTimeout(this.T1)
     clearTimeout(this.T3)
     clearTimeout(this.T5)
+    this._failQueued(new Error('the association ended')) // [rddp] SENDs not handed over
     // TODO: better destroy assoc first, then endpoint
     // TODO delete association properly (dtls) when no addresses, only port
     if (this.endpoint) {
@@ -1592,8 +895,9 @@ class Association extends EventEmitter {
         this.debugger.trace('destroy remote address %s', key)
         delete this.endpoint.associations_lookup[key]
       }
+      // [rddp] one entry (the package removed index + 1 of them)
       const index = this.endpoint.associations.indexOf(this)
-      this.endpoint.associations.splice(index, index + 1)
+      if (index >= 0) this.endpoint.associations.splice(index, 1)
 
       delete this.endpoint
     }
@@ -1612,6 +916,13 @@ class Association extends EventEmitter {
       return
     }
     this.state = 'SHUTDOWN-PENDING'
+    // [rddp] RFC 4960 §9.2: SHUTDOWN waits until everything queued is sent and
+    // acknowledged (the package sent it at once); onSack() sends it then.
+    if (!this.idle) {
+      this._shutdownCallback = callback
+      this._scheduleFlush()
+      return
+    }
     /*
      Upon receipt of the SHUTDOWN primitive from its upper layer, the
      endpoint enters the SHUTDOWN-PENDING state and remains there until
@@ -1680,190 +991,21 @@ class Association extends EventEmitter {
     this._destroy()
   }
 
-  SEND (buffer, options, callback) {
-    /*
-     Format: SEND(association id, buffer address, byte count [,context]
-     [,stream id] [,life time] [,destination transport address]
-     [,unordered flag] [,no-bundle flag] [,payload protocol-id] )
-     -> result
-     */
-    this.debugger.debug('API SEND %d bytes, %o', buffer.length, options)
-    this.lastChunkSize = buffer.length
-
-    this.send(buffer, options, error => {
-      this.debugger.debug('SEND callback arrived')
-      if (error) {
-        this.debugger.warn('SEND error', error)
-        callback(new Error(error))
-      } else {
-        const drain = this.drain(buffer.length)
-        if (drain) {
-          this.debugger.debug('drain is %s (flightsize %d cwnd %d peer_rwnd %d)', drain, this.flightsize, this.cwnd, this.peer_rwnd)
-          callback()
-        } else {
-          // if not drained yet, register drain callback for later use in onSack
-          this.drainCallback = callback
-        }
-      }
-    })
-    return this.drain()
-  }
-
-  drain () {
-    // TODO refine criterio
-    const drain = (this.flightsize < this.cwnd) && (this.lastChunkSize + this.flightsize < this.peer_rwnd)
-    this.debugger.trace('check drain for chunk size %d = %s (flightsize %d cwnd %d peer_rwnd %d)',
-      this.lastChunkSize, drain, this.flightsize, this.cwnd, this.peer_rwnd)
-    return drain
-  }
-
-  send (buffer, options, callback) {
-    // TODO: 6.1.  Transmission of DATA Chunks
-    this.debugger.trace('send %d bytes, %o', buffer.length, options)
-
-    const streamId = options.stream_id || 0
-    if (streamId < 0 || streamId > this.OS) {
-      const err = new Error(`wrong stream id ${streamId}`)
-      this.debugger.warn(err)
-      return callback(err)
-    }
-
-    if (this.state === 'SHUTDOWN-PENDING' || this.state === 'SHUTDOWN-RECEIVED') {
-      /*
-       Upon receipt of the SHUTDOWN primitive from its upper layer,
-       the endpoint enters the SHUTDOWN-PENDING state ...
-       accepts no new data from its upper layer
-
-       Upon reception of the SHUTDOWN,
-       the peer endpoint shall enter the SHUTDOWN-RECEIVED state,
-        stop accepting new data from its SCTP user
-       */
-      const err = new Error('not accepting new data in SHUTDOWN state')
-      this.debugger.warn(err)
-      return callback(err)
-    }
-
-    /*
-     D)
-     When the time comes for the sender to transmit new DATA chunks,
-     the protocol parameter Max.Burst SHOULD be used to limit the
-     number of packets sent.  The limit MAY be applied by adjusting cwnd as follows:
-
-     if((flightsize + Max.Burst*MTU) < cwnd) cwnd = flightsize +
-     Max.Burst*MTU
-
-     Or it MAY be applied by strictly limiting the number of packets
-     emitted by the output routine.
-    */
-    // [rddp] RFC 9260 §6.1 D: this adjustment of cwnd is temporary. The package
-    // kept it, so every SEND with little in flight cut cwnd down to
-    // flightsize + 4 MTU for good; a SEND hands over the whole message anyway.
-
-    /*
-     E) Then, the sender can send out as many new DATA chunks as rule A
-     and rule B allow.
-    */
-
-    /*
-     A) At any given time, the data sender MUST NOT transmit new data to
-     any destination transport address if its peer's rwnd indicates
-     that the peer has no buffer space (i.e., rwnd is 0; see Section
-     6.2.1).
-     */
-    // TODO zero window probe
-    // TODO avoid silly window syndrome (SWS)
-    // if (buffer.length >= this.peer_rwnd) {
-    //   const err = new Error(`peer has no buffer space (rwnd) for new packet: ${this.peer_rwnd}`)
-    //   this.debugger.warn(err)
-    //   return callback(err)
-    // }
-
-    /*
-     B) At any given time, the sender MUST NOT transmit new data to a
-     given transport address if it has cwnd or more bytes of data
-     outstanding to that transport address.
-    */
-    if (this.flightsize >= this.cwnd) {
-      const err = new Error(`flightsize (${this.flightsize}) >= cwnd (${this.cwnd})`)
-      this.debugger.warn(err)
-      return callback(err)
-    }
-
-    /*
-     Before an endpoint transmits a DATA chunk, if any received DATA
-     chunks have not been acknowledged (e.g., due to delayed ack), the
-     sender should create a SACK and bundle it with the outbound DATA
-     chunk, as long as the size of the final SCTP packet does not exceed
-     the current MTU.  See Section 6.2.
-    */
-    if (this._sack_timer) {
-      this._sack()
-    }
-
-    /*
-     C) When the time comes for the sender to transmit, before sending new
-     DATA chunks, the sender MUST first transmit any outstanding DATA
-     chunks that are marked for retransmission (limited by the current cwnd).
-    */
-    this._retransmit()
-
-    // Now send data
-
-    let chunk
-
-    if (this.ssn[streamId] === undefined) {
-      this.ssn[streamId] = 0
-    }
-
-    const mtu = this.PMTU - 52 // 16 + 16 + 20 headers
-    if (buffer.length > mtu) {
-      let offset = 0
-      while (offset < buffer.length) {
-        const E = buffer.length - offset <= mtu
-        chunk = {
-          flags: {
-            E: E,
-            B: offset === 0,
-            U: options.unordered,
-            I: 0
-          },
-          stream_id: streamId,
-          ssn: this.ssn[streamId],
-          ppid: options.ppid,
-          user_data: buffer.slice(offset, offset + mtu)
-        }
-        offset += mtu
-        // make callback only for the last chunk
-        this._sendChunk('data', chunk, null, E ? callback : null)
-      }
-    } else {
-      chunk = {
-        flags: {
-          E: 1,
-          B: 1,
-          U: options.unordered,
-          I: 0
-        },
-        stream_id: streamId,
-        ssn: this.ssn[streamId],
-        ppid: options.ppid,
-        user_data: buffer
-      }
-      this._sendChunk('data', chunk, null, callback)
-    }
-    this.ssn[streamId]++
-    if (this.ssn[streamId] > 0xFFFF) {
-      this.ssn[streamId] = 0
-    }
-    this.debugger.trace('%d bytes sent, cwnd %d', buffer.length, this.cwnd)
-  }
-
   SETPRIMARY () {
     /*
      Format: SETPRIMARY(association id, destination transport address,
      [source transport address] )
      -> result
      */
+  }
+
+  // [rddp] A whole user message, in order on its stream: kept for RECEIVE and
+  // announced (the package also rescheduled a SACK per message; RFC 4960 §6.2
+  // asks for at most one per packet).
+  _deliver (data, stream, ppid) {
+    data.ppid = ppid
+    this.readBuffer.push(data)
+    this.emit('DATA ARRIVE', stream)
   }
 
   RECEIVE () {
@@ -1969,6 +1111,11 @@ class Association extends EventEmitter {
     this.peer_tag = chunk.initiate_tag
     this.peer_rwnd = chunk.a_rwnd
     this.ssthresh = chunk.a_rwnd
+    // [rddp] RFC 8260 §2.2: I-DATA is used when both INIT and INIT ACK list it in
+    // their Supported Extensions (this side offered it only if offerIData)
+    const extensions = chunk.supported_extensions
+    this.interleaving = !!(this.offerIData && extensions && extensions.includes(transmit.I_DATA))
+    this.reassembly.interleaved = this.interleaving
 
     this.debugger.debug('update peer OS %s, peer_tag %s, peer_rwnd %s',
       this.OS, this.peer_tag, this.peer_rwnd)
@@ -1998,5 +1145,7 @@ class Association extends EventEmitter {
     this.reassembly.unpause(stream)
   }
 }
+
+transmit.install(Association)
 
 module.exports = Association

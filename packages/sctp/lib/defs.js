@@ -11,7 +11,8 @@ const ip = require('ip')
 const NET_SCTP = {
   G: 50, // Granularity
   RWND: 1024 * 100,
-  rto_initial: 3000,
+  // [rddp] RFC 9260 §16: RTO.Initial 1 s (RFC 4960 had 3 s), RTO.Min 1 s
+  rto_initial: 1000,
   rto_min: 1000,
   rto_max: 60000,
   rto_alpha_exp_divisor: 3,
@@ -22,7 +23,7 @@ const NET_SCTP = {
   cookie_hmac_alg: 'sha1',
   max_init_retransmits: 8,
   hb_interval: 30000,
-  sack_timeout: 180,
+  sack_timeout: 200, // [rddp] RFC 9260 §6.2 / §16 SACK.Delay
   sack_freq: 2,
   PMTU: 1500
 }
@@ -794,13 +795,16 @@ const chunkdefs = {
     }
   },
   i_data: {
-    id: 0x40, // 64, 0100 0010
+    // [rddp] RFC 8260 §2.1 (the package had SSN and a 16-bit MID): TSN, Stream
+    // Identifier, Reserved, MID, PPID (B set) or FSN (B clear)
+    id: 0x40, // 64, 0100 0000
+    size: 20,
     params: {
       tsn: { type: types.int32, default: null },
       stream_id: { type: types.int16 },
-      ssn: { type: types.int16 },
-      message_id: { type: types.int16 },
-      ppid: { type: types.int32 },
+      reserved: { type: types.int16 },
+      mid: { type: types.int32 },
+      ppid_fsn: { type: types.int32 },
       user_data: { type: types.buffer }
     },
     flags_filter: filters.data_flags

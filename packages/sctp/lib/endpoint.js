@@ -6,6 +6,7 @@ const transport = require('./transport')
 const Packet = require('./packet')
 const Chunk = require('./chunk')
 const Association = require('./association')
+const { decodeDataChunk, decodeSack, DATA, SACK, I_DATA } = require('./transmit')
 const defs = require('./defs')
 
 debug.formatters.h = v => {
@@ -37,6 +38,9 @@ class Endpoint extends EventEmitter {
     this.a_rwnd = options.a_rwnd || defs.NET_SCTP.RWND
     this.MIS = options.MIS || 2
     this.OS = options.OS || 2
+    // [rddp] RFC 8260: offer I-DATA; the stream scheduler of new associations
+    this.idata = !!options.idata
+    this.scheduler = options.scheduler
     this.cookieSecretKey = crypto.randomBytes(32)
     this.valid_cookie_life = defs.NET_SCTP.valid_cookie_life
     this.cookie_hmac_alg = defs.NET_SCTP.cookie_hmac_alg === 'md5' ? 'md5' : 'sha1'
@@ -72,7 +76,6 @@ class Endpoint extends EventEmitter {
       this.debugger.warn('emulate loss of remote packet')
       return
     }
-    let lastDataChunk = -1
     let decodedChunks = []
     const errors = []
     const chunkTypes = {}
@@ -81,7 +84,12 @@ class Endpoint extends EventEmitter {
     // Check if packet should be discarded because of unrecognized chunks
     // Also collect errors, chunk types present, decoded chunks
     packet.chunks.every((buffer, index) => {
-      const chunk = Chunk.fromBuffer(buffer)
+      // [rddp] DATA, I-DATA and SACK by a direct decoder (transmit.js), not the
+      // table-driven one: they are most of what arrives
+      const type = buffer.length >= 4 ? buffer[0] : -1
+      const chunk = type === DATA || type === I_DATA
+        ? decodeDataChunk(buffer) || { error: true }
+        : type === SACK ? decodeSack(buffer) || { error: true } : Chunk.fromBuffer(buffer)
 
       if (!chunk || chunk.error) {
         /*
@@ -96,9 +104,7 @@ class Endpoint extends EventEmitter {
         decodedChunks.push(chunk)
         chunk.buffer = buffer
 
-        if (chunk.chunkType === 'data') {
-          lastDataChunk = index
-        } else if (chunk.chunkType === 'init') {
+        if (chunk.chunkType === 'init') {
           // Ok
         } else if (chunk.chunkType === 'abort') {
           // Remaining chunks should be ignored
@@ -330,10 +336,24 @@ class Endpoint extends EventEmitter {
 
     // TODO shutdown_ack and shutdown_complete
 
+    // [rddp] A packet's DATA / I-DATA chunks go to the association together (its
+    // SACK policy counts packets, RFC 4960 §6.2); SACKs straight to onSack().
+    let lastData = -1
     decodedChunks.forEach((chunk, index) => {
-      chunk.last_in_packet = index === lastDataChunk
-      this.debugger.debug('processing chunk %s from %s:%d', chunk.chunkType, src, packet.src_port)
-      this.debugger.debug('emit chunk %s for association', chunk.chunkType)
+      if (chunk.chunkType === 'data' || chunk.chunkType === 'i_data') lastData = index
+    })
+    const dataChunks = []
+    decodedChunks.forEach((chunk, index) => {
+      if (!association.endpoint) return // destroyed by an earlier chunk
+      if (chunk.chunkType === 'data' || chunk.chunkType === 'i_data') {
+        dataChunks.push(chunk)
+        if (index === lastData) association.onDataChunks(dataChunks, src)
+        return
+      }
+      if (chunk.chunkType === 'sack') {
+        association.onSack(chunk)
+        return
+      }
       association.emit(chunk.chunkType, chunk, src, packet)
     })
   }
@@ -385,6 +405,10 @@ class Endpoint extends EventEmitter {
     })
     if (this.localAddress) {
       initAck.ipv4_address = this.localAddress
+    }
+    // [rddp] RFC 8260 §2.2: I-DATA offered back when the INIT offered it and this endpoint uses it
+    if (this.idata && chunk.supported_extensions && chunk.supported_extensions.includes(I_DATA)) {
+      initAck.supported_extensions = Buffer.from([I_DATA])
     }
     if (chunk.errors) {
       this.debugger.warn('< CHUNK has errors (unrecognized parameters)', chunk.errors)

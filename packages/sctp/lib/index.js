@@ -43,7 +43,13 @@ function defaults (params) {
   return defs.NET_SCTP
 }
 
+// [rddp] Process-wide packet settings: { crc32c(buffer) -> number, verifyChecksum }.
+function configure (options) {
+  Packet.configure(options || {})
+}
+
 module.exports = {
+  configure,
   createServer,
   connect,
   createConnection: connect,

@@ -1,320 +1,325 @@
-const EventEmitter = require('events').EventEmitter
-const debug = require('debug')('sctp:reasm')
-const SN = require('./serial')
+'use strict'
+// [rddp] The receive side, rewritten (was: one array slot per TSN, scanned per
+// chunk, Buffer.concat per message, the smallest TSN dropped at a full window).
+//
+// - TSNs (RFC 4960 §6.2): the Cumulative TSN Ack Point and the TSNs received above
+//   it as sorted ranges, so a SACK's Gap Ack Blocks are read off directly.
+// - Streams (RFC 4960 §6.5, §6.9; RFC 8260 §2.1): per inbound stream, the messages
+//   being reassembled, keyed by SSN (DATA) or MID (I-DATA); a message is delivered
+//   once whole and next in its stream's order. Streams never wait on one another.
+// - One copy at most: a message of one fragment is delivered as a view of the
+//   packet it came in; fragments are joined once.
+// - The window (§6.2): octets held (received, not delivered) are taken from a_rwnd.
+//   At a closed window a chunk above every TSN held is dropped; one below makes
+//   room by dropping the highest TSN held (acknowledged by no SACK yet).
 
-const MAX_DUPLICATES_LENGTH = 50
+const MAX_DUPLICATES = 50 // per SACK
+const MAX_RANGES = 1024 // Gap Ack Blocks kept (more: the chunk that would add one is dropped)
+const MAX_TSN_OFFSET = 0xFFFF // a Gap Ack Block offset is 16 bits (RFC 4960 §3.3.4)
 
-class Reassembly extends EventEmitter {
+class InStream {
+  constructor () {
+    this.next = 0 // next SSN or MID to deliver
+    this.pending = new Map() // SSN / MID → message being reassembled
+    this.unordered = null // unordered DATA fragments by TSN (rare: RFC 5043 sends none)
+  }
+}
+
+class Message {
+  constructor () {
+    this.ppid = 0
+    this.first = -1 // TSN (DATA) or FSN 0 (I-DATA) of the B fragment, when seen
+    this.last = -1 // TSN or FSN of the E fragment, when seen
+    this.frags = new Map() // TSN or FSN → user data
+    this.bytes = 0
+  }
+}
+
+function serialDiff (a, b) {
+  return (a - b) | 0
+}
+
+class Reassembly {
   constructor (options) {
-    super()
     options = options || {}
     this.rwnd = options.rwnd
-    this.mapping_array = []
+    this.onDeliver = options.onDeliver || (() => {})
     this.duplicates = []
-    this.peer_ssn = []
-    this._paused = {}
+    this.held = 0 // octets received and not yet delivered
+    this.have_gaps = false
+    this.cumTsn = 0
+    this.ranges = [] // [start, end] offsets from cumTsn (1 = cumTsn + 1), sorted, disjoint, not adjacent
+    this.heldByTsn = new Map() // TSN above cumTsn → { stream, key, message } of an undelivered fragment
+    this.streams = []
+    this.paused = new Set()
+    this.interleaved = false // I-DATA negotiated (RFC 8260 §2.2)
   }
 
   init (options) {
-    options = options || {}
-    this.initial_tsn = options.initial_tsn
-    this.peer_c_tsn = new SN(this.initial_tsn).prev()
-    this.peer_max_tsn = this.peer_c_tsn.copy()
-    this.peer_min_tsn = this.peer_c_tsn.copy()
+    this.cumTsn = (options.initial_tsn - 1) >>> 0
   }
 
-  process (chunk) {
-    if (chunk.chunkType !== 'data') {
-      throw new Error('This is DATA chunk processing, not ' + chunk.chunkType)
-    }
-    debug('< process DATA chunk %d/%d stream [%d] %d bytes', chunk.tsn, chunk.ssn, chunk.stream_id,
-      chunk.user_data.length
-    )
-    if (this._paused[chunk.stream_id]) {
-      debug('< stream [%d] is paused', chunk.stream_id)
-      return false
-    }
-    const TSN = new SN(chunk.tsn)
-    const index = TSN.delta(this.peer_min_tsn) - 1
-    if (index < 0 || this.mapping_array[index]) {
-      debug('duplicate tsn %d, peer_min_tsn %d', chunk.tsn, this.peer_min_tsn.number)
-      if (this.duplicates.length < MAX_DUPLICATES_LENGTH) {
-        this.duplicates.push(chunk.tsn)
-      }
-      return false
-    }
+  // Compatibility with the package's field (RFC 1982 serial object).
+  get peer_c_tsn () {
+    return { number: this.cumTsn }
+  }
 
-    if (this.rwnd <= 0) {
-      /*
-       When the receiver's advertised window is 0, the receiver MUST drop
-       any new incoming DATA chunk with a TSN larger than the largest TSN
-       received so far.  If the new incoming DATA chunk holds a TSN value
-       less than the largest TSN received so far, then the receiver SHOULD
-       drop the largest TSN held for reordering and accept the new incoming
-       DATA chunk.  In either case, if such a DATA chunk is dropped, the
-       receiver MUST immediately send back a SACK with the current receive
-       window showing only DATA chunks received and accepted so far.  The
-       dropped DATA chunk(s) MUST NOT be included in the SACK, as they were
-       not accepted.  The receiver MUST also have an algorithm for
-       advertising its receive window to avoid receiver silly window
-       syndrome (SWS), as described in [RFC0813].  The algorithm can be
-       similar to the one described in Section 4.2.3.3 of [RFC1122].
-       */
-      debug('rwnd is %d, drop chunk %d', this.rwnd, chunk.tsn)
-      if (TSN.gt(this.peer_max_tsn)) {
-        // MUST drop any new incoming DATA chunk
-        return false
-      }
-      // SHOULD drop the largest TSN held for reordering and accept the new incoming DATA chunk
-      // [rddp] RFC 4960 §6.2. The package took the smallest held TSN, threw a TypeError when none
-      // was held, and set peer_max_tsn to NaN. Now: the largest held TSN above the
-      // new one, else the new chunk is dropped; peer_max_tsn is the largest TSN
-      // still held or delivered. The sender sends a dropped TSN again once a SACK
-      // no longer reports it (RFC 4960 §6.3.2 R4).
-      let dropIndex = -1
-      for (let i = this.mapping_array.length - 1; i > index; i--) {
-        const held = this.mapping_array[i]
-        if (held && typeof held === 'object') {
-          dropIndex = i
-          break
-        }
-      }
-      if (dropIndex < 0) {
-        return false
-      }
-      this.rwnd += this.mapping_array[dropIndex].user_data.length
-      this.mapping_array[dropIndex] = false
-      let last = this.mapping_array.length - 1
-      while (last >= 0 && !this.mapping_array[last]) last--
-      this.mapping_array.length = last + 1
-      this.peer_max_tsn = last >= 0 ? this.peer_min_tsn.copy().inc(last + 1) : this.peer_c_tsn.copy()
+  get maxTsnOffset () {
+    return this.ranges.length ? this.ranges[this.ranges.length - 1][1] : 0
+  }
+
+  // One DATA or I-DATA chunk. Returns true when it was accepted (new), false when
+  // it was a duplicate or dropped.
+  process (chunk) {
+    if (this.paused.has(chunk.stream_id)) return false
+    const offset = serialDiff(chunk.tsn, this.cumTsn)
+    if (offset <= 0 || this._has(offset)) {
+      if (this.duplicates.length < MAX_DUPLICATES) this.duplicates.push(chunk.tsn)
+      return false
     }
-    this.accept(chunk)
+    if (offset > MAX_TSN_OFFSET) return false
+    const length = chunk.user_data.length
+    // (a chunk that does not fit an open window is taken: the window is exceeded by one chunk at most)
+    if (this.rwnd <= 0) {
+      // RFC 4960 §6.2: at a closed window, a chunk above the highest TSN held is
+      // dropped; otherwise the highest TSN held for reordering makes room.
+      if (offset > this.maxTsnOffset || !this._dropHighestAbove(offset)) return false
+    }
+    if (!this._addTsn(offset)) return false
+    this.held += length
+    this.rwnd -= length
+    this._place(chunk)
+    this._advanceCum()
+    this.have_gaps = this.ranges.length > 0
     return true
   }
 
-  accept (chunk) {
-    const TSN = new SN(chunk.tsn)
-    // Adjust peer_max_tsn
-    if (TSN.gt(this.peer_max_tsn)) {
-      this.peer_max_tsn = TSN.copy()
+  _has (offset) {
+    const r = this.ranges
+    let lo = 0
+    let hi = r.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (offset < r[mid][0]) hi = mid - 1
+      else if (offset > r[mid][1]) lo = mid + 1
+      else return true
     }
-    const index = TSN.delta(this.peer_min_tsn) - 1
-    // TODO before inserting check if it was empty => no scan
-    this.mapping_array[index] = chunk
-    this.rwnd -= chunk.user_data.length
-    debug('reduce rwnd by %d to %d (%d/%d) %o', chunk.user_data.length, this.rwnd,
-      chunk.tsn, chunk.ssn, chunk.flags)
-
-    this.reassemble(chunk, TSN)
-    this.cumulative(TSN)
-
-    this.have_gaps = this.peer_c_tsn.lt(this.peer_max_tsn)
+    return false
   }
 
-  cumulative (TSN) {
-    // Update cumulative TSN
-    if (TSN.gt(this.peer_c_tsn)) {
-      const max = this.peer_max_tsn.delta(this.peer_min_tsn)
-      const offset = this.peer_c_tsn.delta(this.peer_min_tsn)
-      let index = offset > 0 ? offset : 0
-      while (this.mapping_array[index] && index <= max) {
-        index++
+  _addTsn (offset) {
+    const r = this.ranges
+    // the common case: in order, right after the last range (or the Cumulative TSN)
+    const n = r.length
+    if (n === 0) {
+      r.push([offset, offset])
+      return true
+    }
+    const lastRange = r[n - 1]
+    if (offset === lastRange[1] + 1) {
+      lastRange[1] = offset
+      return true
+    }
+    let i = 0
+    while (i < n && r[i][1] < offset - 1) i++
+    if (i < n && r[i][0] <= offset + 1) {
+      // adjacent to range i (before or after it)
+      if (offset < r[i][0]) r[i][0] = offset
+      else r[i][1] = offset
+      if (i + 1 < n && r[i][1] + 1 === r[i + 1][0]) {
+        r[i][1] = r[i + 1][1]
+        r.splice(i + 1, 1)
       }
-      const delta = index - offset
-      if (delta > 0) {
-        this.peer_c_tsn.inc(delta)
-        debug('update peer_c_tsn +%d to %d', delta, this.peer_c_tsn.number)
-      }
+      return true
+    }
+    if (n >= MAX_RANGES) return false
+    r.splice(i, 0, [offset, offset])
+    return true
+  }
+
+  _removeTsn (offset) {
+    const r = this.ranges
+    for (let i = 0; i < r.length; i++) {
+      const [s, e] = r[i]
+      if (offset < s || offset > e) continue
+      if (s === e) r.splice(i, 1)
+      else if (offset === s) r[i][0] = s + 1
+      else if (offset === e) r[i][1] = e - 1
+      else r.splice(i, 1, [s, offset - 1], [offset + 1, e])
+      return
     }
   }
 
-  reassemble (newChunk, TSN) {
-    const streamId = newChunk.stream_id
-    let ssn = newChunk.ssn
-    if (this.peer_ssn[streamId] === undefined) {
-      // [rddp] RFC 4960 §6.5: Stream Sequence Numbers start at 0. The package took
-      // the first SSN to arrive, so when a stream's first message was lost and a
-      // later one came first, the first was never delivered.
-      this.peer_ssn[streamId] = 0
+  _advanceCum () {
+    const r = this.ranges
+    if (r.length === 0 || r[0][0] !== 1) return
+    const advance = r[0][1]
+    r.shift()
+    for (const range of r) {
+      range[0] -= advance
+      range[1] -= advance
     }
-    const ordered = !newChunk.flags.U
-    if (ordered && (newChunk.ssn !== this.peer_ssn[streamId])) {
-      debug('out-of-sequence ssn %d (wait %d), ignore', newChunk.ssn, this.peer_ssn[streamId])
+    const from = this.cumTsn
+    this.cumTsn = (this.cumTsn + advance) >>> 0
+    if (this.heldByTsn.size > 0) {
+      // fragments now at or below the Cumulative TSN can no longer be dropped
+      for (let i = 1; i <= advance; i++) this.heldByTsn.delete((from + i) >>> 0)
+    }
+  }
+
+  _place (chunk) {
+    const sid = chunk.stream_id
+    let stream = this.streams[sid]
+    if (!stream) {
+      stream = new InStream()
+      this.streams[sid] = stream
+    }
+    const data = chunk.user_data
+    const flags = chunk.flags
+    if (flags.B && flags.E && (flags.U || (chunk.idata ? chunk.mid : chunk.ssn) === stream.next)) {
+      // whole, and next (or unordered): delivered from the packet, no copy
+      if (!flags.U) stream.next = chunk.idata ? (stream.next + 1) >>> 0 : (stream.next + 1) & 0xFFFF
+      this._deliver([data], data.length, sid, chunk.ppid)
+      if (!flags.U) this._deliverReady(sid, stream)
       return
     }
-    if (newChunk.tsn === this.peer_max_tsn.number && !newChunk.flags.E) {
-      // Should wait for final fragment
-      debug('%d/%d %o, wait for final fragment',
-        newChunk.tsn,
-        newChunk.ssn,
-        newChunk.flags
-      )
+    if (flags.U && !chunk.idata) {
+      this._placeUnordered(stream, chunk)
       return
     }
-    const size = this.peer_max_tsn.delta(this.peer_min_tsn)
-    const start = newChunk.flags.B ? TSN.delta(this.peer_min_tsn) - 1 : 0
-    // Only for unordered we can short-cut scanning to new chunk's tsn
-    const finish = (newChunk.flags.E && !ordered) ? TSN.delta(this.peer_min_tsn) : size
-    let candidate = null
-    debug('--> begin scan %d/%d stream [%d]: %d to %d, [%d - %d], in array of %d',
-      newChunk.tsn,
-      ssn,
-      streamId,
-      start,
-      finish,
-      this.peer_min_tsn.number,
-      this.peer_max_tsn.number,
-      this.mapping_array.length
-    )
-    let index
-    for (index = start; index < finish; index++) {
-      const chunk = this.mapping_array[index]
-      if (typeof chunk === 'object' && chunk.stream_id === streamId && chunk.ssn === ssn) {
-        debug('chunk %d/%d, chunk flags %o',
-          chunk.tsn, chunk.ssn, chunk.flags)
-        if (chunk.flags.B) {
-          // Probable candidate for reassembly
-          debug('flag B - begin reassemble ssn %d on stream %d',
-            chunk.ssn,
-            chunk.stream_id
-          )
-          candidate = {
-            data: [chunk.user_data],
-            idx: [index]
-          }
-          debug('candidate %o', candidate)
-        }
-        if (candidate) {
-          if (!chunk.flags.B) {
-            // Add data if not first fragment
-            candidate.data.push(chunk.user_data)
-            candidate.idx.push(index)
-          }
-          if (chunk.flags.E) {
-            debug('got full data chunk')
-            if (ordered) {
-              this.peer_ssn[streamId]++
-              debug('new stream sequence number %d', this.peer_ssn[streamId])
-              // Serial arithmetic 16 bit
-              if (this.peer_ssn[streamId] > 0xFFFF) {
-                this.peer_ssn[streamId] = 0
-              }
-            }
+    const key = flags.U ? 'u' + chunk.mid : chunk.idata ? chunk.mid : chunk.ssn
+    let message = stream.pending.get(key)
+    if (!message) {
+      message = new Message()
+      stream.pending.set(key, message)
+    }
+    // DATA: fragments by TSN (consecutive, §6.9); I-DATA: by FSN (FSN 0 is the B fragment, RFC 8260 §2.1)
+    const index = chunk.idata ? (flags.B ? 0 : chunk.fsn) : chunk.tsn
+    if (message.frags.has(index)) return
+    message.frags.set(index, data)
+    message.bytes += data.length
+    if (flags.B) {
+      message.first = index
+      message.ppid = chunk.ppid
+    }
+    if (flags.E) message.last = index
+    this.heldByTsn.set(chunk.tsn, { stream: sid, key, index })
+    if (!this._whole(message)) return
+    if (flags.U) {
+      stream.pending.delete(key)
+      this._deliverMessage(sid, message)
+      return
+    }
+    if (key === stream.next) this._deliverReady(sid, stream)
+  }
 
-            debug('deliver chunks %o from mapping array on stream %d', candidate.idx, streamId)
-            const data = Buffer.concat(candidate.data)
-            this.emit('data', data, streamId, chunk.ppid)
-            this.rwnd += data.length
-            debug('new rwnd is %d', this.rwnd)
+  _whole (message) {
+    if (message.first < 0 || message.last < 0) return false
+    return message.frags.size === ((message.last - message.first) >>> 0) + 1
+  }
 
-            candidate.idx.forEach(index => {
-              this.mapping_array[index] = true
-            })
-            if (ordered) {
-              // Other chunks can also be ready for reassembly
-              // reset candidate, shift expected ssn and scan for those possible chunks
-              candidate = null
-              ssn++
-              ssn %= 0x10000
-              debug('ordered delivery - continue to ssn %d', ssn)
-            } else {
-              debug('unordered delivery - finish scan')
-              break
-            }
-          }
-        }
-      } else if (candidate) {
-        // If there is a gap in ordered chunk, we should exit, can not continue to next chunk
-        // but if unordered, there can be another B fragment, we don't know
-        if (ordered) {
-          debug('have candidate but found the gap in ordered delivery - exit scan')
-          break
-        } else {
-          debug('unordered sequence broken, scan for another one')
-          candidate = null
-        }
-      }
+  _deliverReady (sid, stream) {
+    for (;;) {
+      const message = stream.pending.get(stream.next)
+      if (!message || !this._whole(message)) return
+      stream.pending.delete(stream.next)
+      stream.next = this.interleaved ? (stream.next + 1) >>> 0 : (stream.next + 1) & 0xFFFF
+      this._deliverMessage(sid, message)
     }
-    // Shrink mapping array
-    let offset
-    for (let index = 0; index < size; index++) {
-      if (this.mapping_array[index] === true) {
-        offset = index + 1
-      } else {
-        break
-      }
+  }
+
+  _deliverMessage (sid, message) {
+    const parts = []
+    const n = message.frags.size
+    for (let i = 0; i < n; i++) {
+      const index = (message.first + i) >>> 0
+      parts.push(message.frags.get(index))
     }
-    if (offset) {
-      this.peer_min_tsn.inc(offset)
-      this.mapping_array.splice(0, offset)
-      debug('shift mapping array %d chunks, [%d - %d]', offset,
-        this.peer_min_tsn.number,
-        this.peer_max_tsn.number
-      )
+    this._deliver(parts, message.bytes, sid, message.ppid)
+  }
+
+  _deliver (parts, length, sid, ppid) {
+    this.held -= length
+    this.rwnd += length
+    const data = parts.length === 1 ? parts[0] : Buffer.concat(parts, length)
+    this.onDeliver(data, sid, ppid)
+  }
+
+  // Unordered DATA (U bit) fragments: joined by consecutive TSNs from a B to an E.
+  _placeUnordered (stream, chunk) {
+    if (!stream.unordered) stream.unordered = new Map()
+    stream.unordered.set(chunk.tsn, chunk)
+    let first = chunk.tsn
+    while (!stream.unordered.get(first).flags.B) {
+      const prev = (first - 1) >>> 0
+      if (!stream.unordered.has(prev)) return
+      first = prev
     }
-    debug('--> end scan %d/->%d stream [%d]: %d to %d, ->[%d - %d] (%d)',
-      newChunk.tsn,
-      ssn,
-      streamId,
-      start,
-      index,
-      this.peer_min_tsn.number,
-      this.peer_max_tsn.number,
-      this.mapping_array.length
-    )
+    let last = first
+    const ppid = stream.unordered.get(first).ppid
+    const parts = []
+    let length = 0
+    for (;;) {
+      const c = stream.unordered.get(last)
+      if (!c) return
+      parts.push(c.user_data)
+      length += c.user_data.length
+      if (c.flags.E) break
+      last = (last + 1) >>> 0
+    }
+    for (let t = first; ; t = (t + 1) >>> 0) {
+      stream.unordered.delete(t)
+      if (t === last) break
+    }
+    this._deliver(parts, length, chunk.stream_id, ppid)
+  }
+
+  // RFC 4960 §6.2: drops the highest TSN held for reordering above `offset`, so the
+  // new chunk fits. Returns false when there is none.
+  _dropHighestAbove (offset) {
+    for (let o = this.maxTsnOffset; o > offset; o--) {
+      const tsn = (this.cumTsn + o) >>> 0
+      const ref = this.heldByTsn.get(tsn)
+      if (!ref) continue
+      const stream = this.streams[ref.stream]
+      const message = stream && stream.pending.get(ref.key)
+      if (!message) continue
+      const data = message.frags.get(ref.index)
+      message.frags.delete(ref.index)
+      message.bytes -= data.length
+      if (message.first === ref.index) message.first = -1
+      if (message.last === ref.index) message.last = -1
+      if (message.frags.size === 0) stream.pending.delete(ref.key)
+      this.heldByTsn.delete(tsn)
+      this.held -= data.length
+      this.rwnd += data.length
+      this._removeTsn(o)
+      return true
+    }
+    return false
   }
 
   sackInfo () {
-    const gapBlocks = []
-    const max = this.peer_max_tsn.delta(this.peer_c_tsn)
-    if (max > 0xFFFF) {
-      throw new Error('bug? gap interval too big')
-    }
-    const offset = this.peer_c_tsn.delta(this.peer_min_tsn)
-    let start
-    let gap
-    debug('scan mapping for gaps, offset %d, max %d', offset, max)
-    for (let index = 0; index <= max; index++) {
-      const chunk = this.mapping_array[index + offset]
-      if (chunk) {
-        if (gap && !start) {
-          start = index
-        }
-      } else {
-        gap = true
-        if (start) {
-          gapBlocks.push({
-            start: start + 1,
-            finish: index
-          })
-          start = null // TODO
-        }
-      }
-    }
     const sackOptions = {
       a_rwnd: this.rwnd > 0 ? this.rwnd : 0,
-      c_tsn_ack: this.peer_c_tsn.number
+      c_tsn_ack: this.cumTsn
     }
-    if (gapBlocks.length > 0 || this.duplicates.length > 0) {
+    if (this.ranges.length > 0 || this.duplicates.length > 0) {
       sackOptions.sack_info = {
-        gap_blocks: gapBlocks,
+        gap_blocks: this.ranges.map(([start, finish]) => ({ start, finish })),
         duplicate_tsn: this.duplicates
       }
-    }
-    if (gapBlocks.length > 0) {
-      debug('< packet loss %d gap blocks %o,%O', gapBlocks.length, gapBlocks, sackOptions)
     }
     this.duplicates = []
     return sackOptions
   }
 
   pause (streamId) {
-    this._paused[streamId] = true
+    this.paused.add(streamId)
   }
 
   unpause (streamId) {
-    this._paused[streamId] = false
+    this.paused.delete(streamId)
   }
 }
 
