@@ -25,6 +25,8 @@ const I_DATA_HEADER = 20 // RFC 8260 §2.1
 const COMMON_HEADER = 12
 // Below this many octets of room a packet is sent rather than carry a small first fragment.
 const MIN_FRAGMENT = 512
+// Packets read in one go after which a SACK goes at once rather than at the end of the turn.
+const SACK_BURST = 8
 
 function serialDiff (a, b) {
   return (a - b) | 0
@@ -66,6 +68,7 @@ const transmit = {
     this.controlQueue = [] // encoded control chunks to bundle
     this.sackPending = false
     this.flushScheduled = false
+    this.opportunities = 0 // SENDs and SACKs since the last flush (Max.Burst, RFC 9260 §6.1 D)
     this.rtxMarked = 0 // chunks marked for retransmission
     this.rtxForce = false // one packet of them goes regardless of cwnd (§6.3.3 E3, §7.2.4 3)
     this.gapAcked = 0 // outstanding chunks acknowledged by a Gap Ack Block
@@ -155,6 +158,7 @@ const transmit = {
       callback,
       done: false
     })
+    this.opportunities++
     this._scheduleFlush()
     return this.scheduler.bytes < this.sendHighWater
   },
@@ -196,14 +200,22 @@ const transmit = {
     if (this.state === 'CLOSED' || !this.endpoint || this.mute) return
     const canSendData =
       this.state === 'ESTABLISHED' || this.state === 'SHUTDOWN-PENDING' || this.state === 'SHUTDOWN-RECEIVED'
-    // RFC 9260 §6.1 D: Max.Burst, as a temporary bound on cwnd for this pass.
-    const cwndLimit = Math.min(this.cwnd, this.flightsize + this.max_burst * this.PMTU)
+    // RFC 9260 §6.1 D: Max.Burst packets per transmission opportunity, as a temporary bound on cwnd.
+    // This pass stands for every opportunity of this event-loop turn (each SEND, each SACK), as a
+    // stack that flushes on each of them would have had.
+    const opportunities = Math.max(1, this.opportunities)
+    this.opportunities = 0
+    const cwndLimit = Math.min(this.cwnd, this.flightsize + opportunities * this.max_burst * this.PMTU)
     const packets = []
     const completed = []
     let dataSent = false
     let windowLimited = false
     let earliestRetransmitted = false
     const earliest = this.outstandingCount > 0 ? this.outstanding[this.outHead].tsn : -1
+    // §6.2: DATA going out carries the SACK a delayed-SACK timer is waiting to send
+    if (this._sack_timer && canSendData && (this.partial || !this.scheduler.empty || this.rtxMarked > 0)) {
+      this.sackPending = true
+    }
 
     for (;;) {
       const items = [] // Buffers (control, retransmissions) or fragment descriptors
@@ -491,6 +503,7 @@ const transmit = {
       return
     }
     this.stats.sacksReceived++
+    this.opportunities++
     const cum = chunk.c_tsn_ack >>> 0
     // §6.2.1 D i): a Cumulative TSN Ack below the one already seen is out of date
     if (this.cumAck !== undefined && serialDiff(cum, this.cumAck) < 0) return
@@ -737,11 +750,16 @@ const transmit = {
       this._sendSackNow()
       return
     }
-    if (immediate || dropped || !this.everSentSack || this.packetsSinceLastSack >= this.sack_freq) {
-      // §6.2: the first DATA, every second packet, a dropped chunk, and RFC 7053's I bit: at once.
-      // Not at the end of this event-loop turn: a sender whose window is full would wait while this
-      // side works through everything the socket holds.
+    if (immediate || dropped || !this.everSentSack || this.packetsSinceLastSack >= SACK_BURST) {
+      // §6.2: the first DATA, a dropped chunk, RFC 7053's I bit, and within a long burst of packets
+      // read at once: now, so a sender whose window is full does not wait while this side works
+      // through everything the socket holds
       this._sendSackNow()
+      return
+    }
+    if (this.packetsSinceLastSack >= this.sack_freq) {
+      // §6.2: every second packet, at the end of this event-loop turn (with the DATA going out then)
+      this._sack()
       return
     }
     // a lone packet: the delayed-SACK timer (SACK.Delay, RFC 9260 §6.2)
