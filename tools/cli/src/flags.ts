@@ -58,3 +58,20 @@ export function tolerateEarlyFpduOption(): Option {
     'interop deviation (initiator): accept an FPDU from the responder before ours (RFC 5044 §7.1.2 forbids it)',
   );
 }
+
+/** SCTP (RFC 8260 §2): offer user message interleaving (I-DATA); used when the peer offers it too. */
+export function sctpInterleavingOption(): Option {
+  return new Option(
+    '--sctp-interleaving',
+    'SCTP: offer I-DATA (RFC 8260 user message interleaving); used when the peer offers it too',
+  );
+}
+
+/** SCTP (RFC 8260 §3): the stream scheduler. */
+export function sctpSchedulerOption(): Option {
+  return new Option('--sctp-scheduler <name>', 'SCTP stream scheduler (RFC 8260 §3)').choices([
+    'rr',
+    'fcfs',
+    'priority',
+  ]);
+}

@@ -37,6 +37,10 @@ export interface TransportFlags {
   faults?: string;
   /** `--congestion <name>`: this end's TCP congestion control (Linux TCP_CONGESTION; default the system's). */
   congestion?: string;
+  /** `--sctp-interleaving`: offer I-DATA (RFC 8260); `--transport sctp` only. */
+  sctpInterleaving?: boolean;
+  /** `--sctp-scheduler rr|fcfs|priority`: the stream scheduler (RFC 8260 §3); `--transport sctp` only. */
+  sctpScheduler?: string;
 }
 
 export interface ToolTransport {
@@ -66,6 +70,7 @@ export interface ToolPlugin {
 
 /** MPA/TCP (RFC 5044, RFC 6581): `--mpa-rev`, `--crc`, `--markers`, `--p2p`, IRD/ORD and the interop deviations. */
 function tcpPlugin(f: TransportFlags): ToolPlugin {
+  sctpOnly(f);
   const rev = f.mpaRev === undefined ? 1 : Number(f.mpaRev);
   if (![0, 1, 2].includes(rev)) throw new UsageError(`--mpa-rev must be 0, 1 or 2 (got ${f.mpaRev})`);
   let rtr: RtrType | false = false;
@@ -144,14 +149,29 @@ function tcpOnly(f: TransportFlags): void {
     );
 }
 
-/** RFC 5043 over the npm `sctp` package, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */
+/** The SCTP flags, refused on the other transports. */
+function sctpOnly(f: TransportFlags): void {
+  if (f.sctpInterleaving || f.sctpScheduler !== undefined)
+    throw new UsageError('--sctp-interleaving and --sctp-scheduler apply to --transport sctp only');
+}
+
+/** RFC 5043 over @rddp/sctp, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */
 function sctpPlugin(f: TransportFlags): ToolPlugin {
   tcpOnly(f);
-  return { module: sctpModule({ encapsulation: 'udp' }), options: { profile: 'ietf' } };
+  const scheduler = f.sctpScheduler as 'rr' | 'fcfs' | 'priority' | undefined;
+  return {
+    module: sctpModule({
+      encapsulation: 'udp',
+      interleaving: f.sctpInterleaving ?? false,
+      ...(scheduler ? { scheduler } : {}),
+    }),
+    options: { profile: 'ietf' },
+  };
 }
 
 /** The in-process LLP: both ends must run in one process (`perf --loopback`), with `--faults`. */
 function loopbackPlugin(f: TransportFlags): ToolPlugin {
+  sctpOnly(f);
   let faults: LoopbackFaults | undefined;
   try {
     faults = f.faults === undefined ? undefined : parseFaults(f.faults);

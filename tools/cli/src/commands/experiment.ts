@@ -11,6 +11,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_MAPPINGS, MAPPINGS } from '../experiment/mappings.js';
 import { topologyUnavailable } from '../experiment/topology.js';
 import { integerIn, numberIn, positiveUpTo } from '../flags.js';
 import { UsageError } from '../transports.js';
@@ -31,7 +32,7 @@ export const SWEEP_DEFAULTS = { loss: '0,1,2,5', flows: '1,8,64', delay: '0,10' 
 interface Raw {
   role?: string;
   spec?: string;
-  mappings: string;
+  mappings?: string;
   flows?: string;
   loss?: string;
   delay?: string;
@@ -56,7 +57,10 @@ export function registerExperiment(program: Command): void {
     .description(
       'N flows over N SCTP streams, N associations, N MPA/TCP connections or one shared MPA/TCP connection, on an impaired veth between two network namespaces: latency, goodput, head-of-line stall (root)',
     )
-    .option('--mappings <list>', 'mappings to run: sctp-streams, sctp-assocs, tcp-conns, tcp-shared, or all', 'all')
+    .option(
+      '--mappings <list>',
+      'mappings to run: sctp-streams, sctp-assocs, tcp-conns, tcp-shared, sctp-idata (RFC 8260 I-DATA), or all (default: the first four)',
+    )
     .option('--flows <list>', 'flow counts, 1..64 (default 4; sweep 1,8,64)', numberListIn(1, 64))
     .option(
       '--loss <list>',
@@ -109,9 +113,10 @@ Examples:
     .action(async (raw: Raw) => {
       if (raw.role) return runRole(raw.role, raw.spec);
       const { runExperimentCommand } = await import('../experiment/command.js');
-      const mappings = raw.mappings === 'all' ? undefined : raw.mappings.split(',');
-      const known = ['sctp-streams', 'sctp-assocs', 'tcp-conns', 'tcp-shared'];
-      if (mappings?.some((m) => !known.includes(m)))
+      const known: readonly string[] = MAPPINGS;
+      const mappings =
+        raw.mappings === undefined ? DEFAULT_MAPPINGS : raw.mappings === 'all' ? MAPPINGS : raw.mappings.split(',');
+      if (mappings.some((m) => !known.includes(m)))
         throw new UsageError(`--mappings takes ${known.join(', ')} or all (got ${raw.mappings})`);
       if (raw.sweep && !raw.out) throw new UsageError('--sweep writes a report: give --out DIR');
       if (raw.keepCaptures && !raw.out)
@@ -123,7 +128,7 @@ Examples:
       }
       if (raw.out) await mkdir(raw.out, { recursive: true });
       await runExperimentCommand({
-        mappings: (mappings ?? known) as never,
+        mappings: mappings as never,
         flows: list(raw.flows ?? (raw.sweep ? SWEEP_DEFAULTS.flows : '4')),
         loss: list(raw.loss ?? (raw.sweep ? SWEEP_DEFAULTS.loss : '0,1')),
         delay: list(raw.delay ?? (raw.sweep ? SWEEP_DEFAULTS.delay : '0')),

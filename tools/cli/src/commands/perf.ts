@@ -9,7 +9,13 @@ import { type Command, Option } from 'commander';
 import { firstValueFrom, take } from 'rxjs';
 import { perfChart } from '../charts/tool-charts.js';
 import { faultsOption } from '../faults.js';
-import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
+import {
+  integerIn,
+  maxUlpduOption,
+  sctpInterleavingOption,
+  sctpSchedulerOption,
+  tolerateEarlyFpduOption,
+} from '../flags.js';
 import {
   aggregate,
   CQ_MOD_SIZE_LIMIT,
@@ -63,6 +69,9 @@ export interface PerfOptions {
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
+  /** SCTP: `--sctp-interleaving`, `--sctp-scheduler`. */
+  sctpInterleaving?: boolean;
+  sctpScheduler?: string;
   txDepth: string;
   /** Bandwidth tests: one send work request in this many is signaled (perftest's -Q). */
   cqMod?: string;
@@ -436,6 +445,8 @@ export function registerPerf(program: Command): void {
     )
     .addOption(maxUlpduOption())
     .addOption(tolerateEarlyFpduOption())
+    .addOption(sctpInterleavingOption())
+    .addOption(sctpSchedulerOption())
     .option(
       '-t, --tx-depth <n>',
       'operations outstanding at once (bandwidth tests)',

@@ -6,7 +6,13 @@ import { Access } from '@rddp/ddp';
 import type { LlpConnection, LlpListener } from '@rddp/llp';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
-import { integerIn, maxUlpduOption, tolerateEarlyFpduOption } from '../flags.js';
+import {
+  integerIn,
+  maxUlpduOption,
+  sctpInterleavingOption,
+  sctpSchedulerOption,
+  tolerateEarlyFpduOption,
+} from '../flags.js';
 import { PeerWatch } from '../peer.js';
 import { MemoryBudget } from '../perf/hello.js';
 import {
@@ -47,6 +53,9 @@ export interface RpingOptions {
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
+  /** SCTP: `--sctp-interleaving`, `--sctp-scheduler`. */
+  sctpInterleaving?: boolean;
+  sctpScheduler?: string;
   p2p?: string;
   /** librdmacm's -P: serve clients one after another, or concurrently, until stopped. */
   persistent?: boolean;
@@ -383,6 +392,8 @@ export function registerRping(program: Command): void {
     .option('--markers', 'ask the peer to put MPA Markers in the FPDUs this end receives')
     .addOption(maxUlpduOption())
     .addOption(tolerateEarlyFpduOption())
+    .addOption(sctpInterleavingOption())
+    .addOption(sctpSchedulerOption())
     .option(
       '--p2p <rtr>',
       'initiator: RFC 6581 peer-to-peer mode with this RTR (write, read or send); needs --mpa-rev 2',

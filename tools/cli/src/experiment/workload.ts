@@ -3,6 +3,7 @@
  * §5.3) answered by an 8-octet response, mapped onto LLP connections and streams four ways:
  *
  *   sctp-streams  one SCTP association, flow i on SCTP stream i (RFC 5043: one DDP Stream per SCTP stream)
+ *   sctp-idata    the same with user message interleaving (RFC 8260 I-DATA) negotiated
  *   sctp-assocs   N SCTP associations, one flow each
  *   tcp-conns     N MPA/TCP connections (RFC 5044), one flow each
  *   tcp-shared    one MPA/TCP connection, one RDMAP Stream shared by all flows
@@ -18,17 +19,10 @@ import { describeTerminateEvent, PeerWatch } from '../peer.js';
 import { RdmaSession } from '../rping/session.js';
 import { toolTransport } from '../transports.js';
 import { ExperimentProtocolError } from './errors.js';
+import type { Mapping } from './mappings.js';
 import { mix32 } from './rng.js';
 
-export const MAPPINGS = ['sctp-streams', 'sctp-assocs', 'tcp-conns', 'tcp-shared'] as const;
-export type Mapping = (typeof MAPPINGS)[number];
-
-export const MAPPING_TITLES: Record<Mapping, string> = {
-  'sctp-streams': 'N SCTP streams, one association',
-  'sctp-assocs': 'N SCTP associations',
-  'tcp-conns': 'N MPA/TCP connections',
-  'tcp-shared': 'one MPA/TCP connection shared',
-};
+export { DEFAULT_MAPPINGS, MAPPING_TITLES, MAPPINGS, type Mapping } from './mappings.js';
 
 export interface WorkloadSpec {
   readonly mapping: Mapping;
@@ -54,6 +48,8 @@ export interface Channel {
 
 export interface Plan {
   readonly transport: 'sctp' | 'tcp';
+  /** SCTP: offer I-DATA (RFC 8260), at both ends. */
+  readonly interleaving: boolean;
   readonly connections: number;
   readonly streamsPerConnection: number;
   readonly channels: readonly Channel[];
@@ -63,8 +59,10 @@ export function planOf(mapping: Mapping, flows: number): Plan {
   const ids = Array.from({ length: flows }, (_, i) => i);
   switch (mapping) {
     case 'sctp-streams':
+    case 'sctp-idata':
       return {
         transport: 'sctp',
+        interleaving: mapping === 'sctp-idata',
         connections: 1,
         streamsPerConnection: flows,
         channels: ids.map((i) => ({ conn: 0, stream: i, flows: [i] })),
@@ -73,6 +71,7 @@ export function planOf(mapping: Mapping, flows: number): Plan {
     case 'tcp-conns':
       return {
         transport: mapping === 'tcp-conns' ? 'tcp' : 'sctp',
+        interleaving: false,
         connections: flows,
         streamsPerConnection: 1,
         channels: ids.map((i) => ({ conn: i, stream: 0, flows: [i] })),
@@ -80,6 +79,7 @@ export function planOf(mapping: Mapping, flows: number): Plan {
     case 'tcp-shared':
       return {
         transport: 'tcp',
+        interleaving: false,
         connections: 1,
         streamsPerConnection: 1,
         channels: [{ conn: 0, stream: 0, flows: ids }],
@@ -293,7 +293,7 @@ async function closeGracefully(
 export async function runServer(spec: WorkloadSpec, ready: (port: number) => void): Promise<ServerReport> {
   const monitor = new PauseMonitor().start();
   const plan = planOf(spec.mapping, spec.flows);
-  const tt = toolTransport({ transport: plan.transport });
+  const tt = toolTransport({ transport: plan.transport, ...(plan.interleaving ? { sctpInterleaving: true } : {}) });
   const listener = await tt.transport.listen({ host: spec.host, port: spec.port }, { params: tt.listenParams });
   const delivered = new Map<number, number[]>();
   const bad = new Set<number>();
@@ -459,7 +459,7 @@ interface FlowState {
 export async function runClient(spec: WorkloadSpec): Promise<ClientReport> {
   const monitor = new PauseMonitor().start();
   const plan = planOf(spec.mapping, spec.flows);
-  const tt = toolTransport({ transport: plan.transport });
+  const tt = toolTransport({ transport: plan.transport, ...(plan.interleaving ? { sctpInterleaving: true } : {}) });
   const intervalUs = 1e6 / spec.rate;
   const total = Math.floor(spec.durationS * spec.rate);
   const problems: string[] = [];
