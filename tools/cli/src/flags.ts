@@ -75,3 +75,11 @@ export function sctpSchedulerOption(): Option {
     'priority',
   ]);
 }
+
+/** SCTP (RFC 9260 §16): RTO.Min; the default is the RFC's 1 s. */
+export function sctpRtoMinOption(): Option {
+  return new Option(
+    '--sctp-rto-min <ms>',
+    'SCTP RTO.Min in ms (default 1000, RFC 9260 §16); on a LAN a lower one repairs a lost retransmission sooner',
+  ).argParser(integerIn(1, 60_000));
+}

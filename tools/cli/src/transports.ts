@@ -41,6 +41,8 @@ export interface TransportFlags {
   sctpInterleaving?: boolean;
   /** `--sctp-scheduler rr|fcfs|priority`: the stream scheduler (RFC 8260 §3); `--transport sctp` only. */
   sctpScheduler?: string;
+  /** `--sctp-rto-min <ms>`: RTO.Min (RFC 9260 §16); `--transport sctp` only. */
+  sctpRtoMin?: string;
 }
 
 export interface ToolTransport {
@@ -151,8 +153,8 @@ function tcpOnly(f: TransportFlags): void {
 
 /** The SCTP flags, refused on the other transports. */
 function sctpOnly(f: TransportFlags): void {
-  if (f.sctpInterleaving || f.sctpScheduler !== undefined)
-    throw new UsageError('--sctp-interleaving and --sctp-scheduler apply to --transport sctp only');
+  if (f.sctpInterleaving || f.sctpScheduler !== undefined || f.sctpRtoMin !== undefined)
+    throw new UsageError('--sctp-interleaving, --sctp-scheduler and --sctp-rto-min apply to --transport sctp only');
 }
 
 /** RFC 5043 over @rddp/sctp, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */
@@ -164,6 +166,7 @@ function sctpPlugin(f: TransportFlags): ToolPlugin {
       encapsulation: 'udp',
       interleaving: f.sctpInterleaving ?? false,
       ...(scheduler ? { scheduler } : {}),
+      ...(f.sctpRtoMin !== undefined ? { rtoMinMs: Number(f.sctpRtoMin) } : {}),
     }),
     options: { profile: 'ietf' },
   };

@@ -4,7 +4,8 @@
  * through `node-datachannel` (./anchor-usrsctp.ts, SCTP over DTLS over UDP), and werift-sctp, SCTP in
  * TypeScript (./anchor-werift.ts, SCTP over UDP) — at 64 KiB and 1 KiB messages on one stream: the
  * receivers' MB/s and each process's CPU per MB over the measured span. Then the in-process figure of the
- * LLP against the bare `@rddp/sctp` package (`runSctpBenchmark`).
+ * LLP against the bare `@rddp/sctp` package (`runSctpBenchmark`), and stream 2's latency while the relay
+ * loses 2 % of stream 1's chunks (./sctp-hol.ts, `runSctpHolBench`).
  *
  * The anchors are devDependencies of `@rddp/tools`: one that cannot be loaded here (not installed, no
  * binary for this platform) or whose run fails leaves its rows skipped, saying why; the bench goes on.
@@ -15,6 +16,7 @@ import { runSctpBenchmark } from '@rddp/llp-sctp';
 import { NODE_FLAGS } from '../node-flags.js';
 import { alternateAll, type HeadlinePlan, warmUpFor } from './headline.js';
 import { type Figure, makeFigure, roundRange } from './report.js';
+import { runSctpHolBench, type SctpHolResult } from './sctp-hol.js';
 import { median } from './stats.js';
 import { CpuTrace, perfTwoProcess } from './two-process.js';
 
@@ -93,10 +95,13 @@ export function sctpOctets(size: number, scale: number): number {
   return Math.max(MiB, Math.round((size >= 64 * KiB ? 256 : 32) * MiB * scale));
 }
 
-/** The recorded runs the table makes (progress total): rddp and each runnable anchor per size, the LLP row. */
+/** The recorded runs the table makes (progress total): rddp and each runnable anchor per size, the LLP and HOL rows. */
 export function sctpAnchorRuns(rounds: number, anchors: number): number {
-  return rounds * (SCTP_SIZES.length * (1 + anchors) + 1);
+  return rounds * (SCTP_SIZES.length * (1 + anchors) + 2);
 }
+
+/** The head-of-line rows' flow (besides the messages per stream, 1000 in a full run) and their target's bound. */
+const HOL = { intervalMs: 2, size: 800, pmtu: 1472, lossRate: 0.02, boundMs: 3 } as const;
 
 /** A child process of an anchor: its stdout as JSON lines, stdin to write to, its end. */
 interface Child {
@@ -367,5 +372,55 @@ export async function sctpAnchorFigures(
         })(),
       },
     ),
+  );
+  await sctpHolFigures(plan, add);
+}
+
+/**
+ * Stream 2's latency while the relay loses 2 % of stream 1's chunks, against the same flow without loss
+ * in the same round (one `runSctpHolBench` a round: the no-loss run, then the lossy one). The p99 row's
+ * baseline is the target's bound, the no-loss p99 + 3 ms, so "≤ 1 ×" is the target.
+ */
+async function sctpHolFigures(plan: HeadlinePlan, add: (f: Figure) => void): Promise<void> {
+  const perStream = Math.max(100, Math.round(1000 * plan.scale));
+  const runs: SctpHolResult[] = [];
+  let failed: string | undefined;
+  for (let i = 0; i < plan.rounds && !failed; i++) {
+    try {
+      runs.push(await runSctpHolBench({ ...HOL, rounds: perStream }));
+    } catch (e) {
+      failed = `run failed: ${(e instanceof Error ? e.message : String(e)).slice(0, 200)}`;
+    }
+    plan.ran();
+  }
+  const unverified = runs.filter((r) => !(r.noLoss.verified && r.withLoss.verified)).length;
+  const skipped =
+    failed ?? (unverified ? `${unverified} of ${runs.length} rounds lost, reordered or corrupted messages` : undefined);
+  const med = (f: (r: SctpHolResult) => number) => median(runs.map(f));
+  const p99 = runs.map((r) => r.withLoss.stream2.p99);
+  const bound = runs.map((r) => r.noLoss.stream2.p99 + HOL.boundMs);
+  const p50 = runs.map((r) => r.withLoss.stream2.p50);
+  const p50NoLoss = runs.map((r) => r.noLoss.stream2.p50);
+  const flow = `${perStream} messages of ${HOL.size} octets on each of streams 1 and 2, one on each every ${HOL.intervalMs} ms, ${HOL.pmtu}-octet packets, two processes through a UDP relay`;
+  const name = `SCTP stream 2 latency with ${HOL.lossRate * 100} % of stream-1 chunks lost`;
+  const spread = (a: number[], b: number[]) => {
+    const r = roundRange(a, b);
+    return r ? { rounds: r } : {};
+  };
+  add(
+    makeFigure(`${name}, p99`, 'ms', median(p99), median(bound), {
+      target: 1,
+      note:
+        `baseline: the bound, stream 2's p99 without loss (${num(med((r) => r.noLoss.stream2.p99))} ms) + ${HOL.boundMs} ms, same round; ${flow}; ` +
+        `medians: ${num(med((r) => r.withLoss.lost))} stream-1 chunks lost, ${num(med((r) => r.withLoss.stream2HeldByStream1))} stream-2 messages held by stream 1; ` +
+        `the target held in ${runs.filter((r) => r.holds).length} of ${runs.length} rounds`,
+      ...(skipped ? { skipped } : spread(p99, bound)),
+    }),
+  );
+  add(
+    makeFigure(`${name}, p50`, 'ms', median(p50), median(p50NoLoss), {
+      note: `baseline: stream 2's p50 without loss, same round; ${flow}`,
+      ...(skipped ? { skipped } : spread(p50, p50NoLoss)),
+    }),
   );
 }

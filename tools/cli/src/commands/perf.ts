@@ -13,6 +13,7 @@ import {
   integerIn,
   maxUlpduOption,
   sctpInterleavingOption,
+  sctpRtoMinOption,
   sctpSchedulerOption,
   tolerateEarlyFpduOption,
 } from '../flags.js';
@@ -69,9 +70,10 @@ export interface PerfOptions {
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
-  /** SCTP: `--sctp-interleaving`, `--sctp-scheduler`. */
+  /** SCTP: `--sctp-interleaving`, `--sctp-scheduler`, `--sctp-rto-min`. */
   sctpInterleaving?: boolean;
   sctpScheduler?: string;
+  sctpRtoMin?: string;
   txDepth: string;
   /** Bandwidth tests: one send work request in this many is signaled (perftest's -Q). */
   cqMod?: string;
@@ -447,6 +449,7 @@ export function registerPerf(program: Command): void {
     .addOption(tolerateEarlyFpduOption())
     .addOption(sctpInterleavingOption())
     .addOption(sctpSchedulerOption())
+    .addOption(sctpRtoMinOption())
     .option(
       '-t, --tx-depth <n>',
       'operations outstanding at once (bandwidth tests)',

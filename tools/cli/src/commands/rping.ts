@@ -10,6 +10,7 @@ import {
   integerIn,
   maxUlpduOption,
   sctpInterleavingOption,
+  sctpRtoMinOption,
   sctpSchedulerOption,
   tolerateEarlyFpduOption,
 } from '../flags.js';
@@ -53,9 +54,10 @@ export interface RpingOptions {
   /** Interop deviations (docs/MPA.md): `--max-ulpdu`, `--tolerate-early-fpdu`. */
   maxUlpdu?: string;
   tolerateEarlyFpdu?: boolean;
-  /** SCTP: `--sctp-interleaving`, `--sctp-scheduler`. */
+  /** SCTP: `--sctp-interleaving`, `--sctp-scheduler`, `--sctp-rto-min`. */
   sctpInterleaving?: boolean;
   sctpScheduler?: string;
+  sctpRtoMin?: string;
   p2p?: string;
   /** librdmacm's -P: serve clients one after another, or concurrently, until stopped. */
   persistent?: boolean;
@@ -394,6 +396,7 @@ export function registerRping(program: Command): void {
     .addOption(tolerateEarlyFpduOption())
     .addOption(sctpInterleavingOption())
     .addOption(sctpSchedulerOption())
+    .addOption(sctpRtoMinOption())
     .option(
       '--p2p <rtr>',
       'initiator: RFC 6581 peer-to-peer mode with this RTR (write, read or send); needs --mpa-rev 2',
