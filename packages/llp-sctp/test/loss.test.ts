@@ -248,4 +248,41 @@ describe('loss recovery of the patched sctp package', () => {
     s.rwnd = 0;
     expect(s.process(chunk(1, 0, true, true))).toBe(false);
   });
+
+  it('RFC 4960 §6.2, §3.3.4: what a peer can make the receiver hold is bounded: the window, TSNs within 65 535 of the Cumulative TSN, 1024 Gap Ack Blocks', () => {
+    const require = createRequire(import.meta.url);
+    const Reassembly = require('@rddp/sctp/lib/reassembly') as new (o: {
+      rwnd: number;
+    }) => {
+      rwnd: number;
+      held: number;
+      ranges: [number, number][];
+      init(o: { initial_tsn: number }): void;
+      process(chunk: object): boolean;
+    };
+    const chunk = (tsn: number, ssn: number, length = 100) => ({
+      chunkType: 'data',
+      tsn,
+      stream_id: 0,
+      ssn,
+      ppid: 0,
+      flags: { B: true, E: true, U: false },
+      user_data: pattern(length, tsn),
+    });
+    const r = new Reassembly({ rwnd: 64 * 1024 });
+    r.init({ initial_tsn: 1 });
+    // TSN 1 never comes: everything above it is held for reordering.
+    expect(r.process(chunk(70_000, 1))).toBe(false); // beyond a 16-bit Gap Ack Block offset
+    // every other TSN: each one a Gap Ack Block of its own, up to 1024 of them
+    let accepted = 0;
+    for (let tsn = 3; tsn < 3 + 2 * 2000; tsn += 2) if (r.process(chunk(tsn, tsn, 16))) accepted++;
+    expect(accepted).toBe(1024);
+    expect(r.ranges.length).toBe(1024);
+    // octets held stay within the window (a chunk that does not fit an open window is the one excess)
+    const w = new Reassembly({ rwnd: 10_000 });
+    w.init({ initial_tsn: 1 });
+    for (let tsn = 2; tsn < 200; tsn++) w.process(chunk(tsn, tsn - 1, 1000));
+    expect(w.held).toBeLessThanOrEqual(10_000 + 1000);
+    expect(w.rwnd).toBeLessThanOrEqual(0);
+  });
 });
