@@ -1,7 +1,7 @@
 /**
  * Stream independence, from outside: the two endpoints of one SCTP association run in two child
- * processes (./peer-process.ts, public API only) and talk over UDP through a relay in this process
- * (./udp-relay.ts) that loses chosen datagrams carrying stream-1 DATA. RFC 4960 §6.6: ordering is per
+ * processes (tools/cli/src/bench/sctp-hol-peer.ts, run compiled from tools/cli/dist, public API only) and talk over UDP through a relay in this process
+ * (tools/cli/src/bench/sctp-hol-relay.ts) that loses chosen datagrams carrying stream-1 DATA. RFC 4960 §6.6: ordering is per
  * stream, so a gap on one stream does not hold the others; RFC 5043 §4: each DDP Stream is its own SCTP
  * stream, so that DDP Streams are independent.
  *
@@ -10,7 +10,7 @@
  * pipe) or from the relay, which decides when a repair goes through.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type PeerEvent, PeerProcess, waitFor } from './peer-process.js';
+import { type PeerEvent, PeerProcess, waitFor } from '../../../tools/cli/src/bench/sctp-hol-peer.js';
 import {
   CHUNK_DATA,
   CHUNK_I_DATA,
@@ -28,7 +28,7 @@ import {
   randomLossOnStream,
   sctpChecksum,
   UdpRelay,
-} from './udp-relay.js';
+} from '../../../tools/cli/src/bench/sctp-hol-relay.js';
 
 type Rx = Extract<PeerEvent, { ev: 'rx' }>;
 type Done = Extract<PeerEvent, { ev: 'done' }>;

@@ -1,7 +1,6 @@
 /**
- * A copy of packages/llp-sctp/test/peer-process.ts for the bench (./sctp-hol.ts), run compiled from
- * dist/ (`node tools/cli/dist/bench/sctp-hol-peer.js '<PeerSpec JSON>'`) instead of from the TypeScript
- * sources. Keep the two in step; see that file for the whole story.
+ * The peer of the bench (./sctp-hol.ts) and of packages/llp-sctp/test/independence.test.ts, run compiled
+ * from dist/ (`node tools/cli/dist/bench/sctp-hol-peer.js '<PeerSpec JSON>'`; `pnpm test` builds first).
  *
  * An SCTP LLP endpoint in a child process: a listener that sinks and checks every message (`rx` lines) or
  * an initiator that posts probe messages on command (`done` lines), JSON lines on stdin and stdout.

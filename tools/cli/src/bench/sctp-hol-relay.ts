@@ -1,6 +1,5 @@
 /**
- * A copy of packages/llp-sctp/test/udp-relay.ts for the bench (./sctp-hol.ts): tools may not import
- * tests. Keep the two in step; see that file for the whole story.
+ * Used by the bench (./sctp-hol.ts) and by packages/llp-sctp/test/independence.test.ts.
  *
  * A UDP relay between two SCTP-over-UDP endpoints (RFC 6951 encapsulation) that loses CHOSEN data: it
  * reads the SCTP common header and chunks of each datagram (RFC 4960 §3; DATA and I-DATA, RFC 8260),
