@@ -8,6 +8,7 @@
  * peers send; `heldBehind`, the measure of stream-2 messages held by stream 1.
  */
 import dgram from 'node:dgram';
+import { seededRandom } from '@rddp/llp';
 
 // ---- CRC32c (RFC 4960 Appendix B) --------------------------------------------------------------
 
@@ -293,18 +294,6 @@ export class LoseOnce {
   };
 }
 
-/** A small seeded PRNG (mulberry32): uniform in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Loses stream-`stream` data in direction `out` with probability `p` from a PRNG seeded with `seed`:
  * with `unit: 'chunk'` (default) each first transmission of a DATA chunk on `stream` (the rest of its
@@ -313,7 +302,7 @@ export function prng(seed: number): () => number {
  * eligible chunk (datagram), so one seed loses the same ones of the same flow.
  */
 export function randomLossOnStream(stream: number, p: number, seed: number, unit: LossUnit = 'chunk'): DropPolicy {
-  const random = prng(seed);
+  const random = seededRandom(seed);
   return (d) => {
     if (d.dir !== 'out') return 'forward';
     if (unit === 'datagram') {
