@@ -25,8 +25,6 @@ const I_DATA_HEADER = 20 // RFC 8260 §2.1
 const COMMON_HEADER = 12
 // Below this many octets of room a packet is sent rather than carry a small first fragment.
 const MIN_FRAGMENT = 512
-// Packets read in one go after which a SACK goes at once rather than at the end of the turn.
-const SACK_BURST = 8
 
 function serialDiff (a, b) {
   return (a - b) | 0
@@ -750,16 +748,12 @@ const transmit = {
       this._sendSackNow()
       return
     }
-    if (immediate || dropped || !this.everSentSack || this.packetsSinceLastSack >= SACK_BURST) {
-      // §6.2: the first DATA, a dropped chunk, RFC 7053's I bit, and within a long burst of packets
-      // read at once: now, so a sender whose window is full does not wait while this side works
-      // through everything the socket holds
+    if (immediate || dropped || !this.everSentSack || this.packetsSinceLastSack >= this.sack_freq) {
+      // §6.2: the first DATA, every second packet, a dropped chunk, and RFC 7053's I bit: at once, not
+      // at the end of this event-loop turn. The sender's cwnd grows by at most one PMTU per SACK
+      // (§7.2.1): SACKs coalesced over everything read in one turn would slow its slow start, and a
+      // sender whose window is full would wait while this side works through the socket.
       this._sendSackNow()
-      return
-    }
-    if (this.packetsSinceLastSack >= this.sack_freq) {
-      // §6.2: every second packet, at the end of this event-loop turn (with the DATA going out then)
-      this._sack()
       return
     }
     // a lone packet: the delayed-SACK timer (SACK.Delay, RFC 9260 §6.2)
