@@ -17,7 +17,7 @@
 import type { LlpConnection } from '@rddp/llp';
 import { describeTerminateEvent, PeerWatch } from '../peer.js';
 import { RdmaSession } from '../rping/session.js';
-import { toolTransport } from '../transports.js';
+import { type TransportFlags, toolTransport } from '../transports.js';
 import { ExperimentProtocolError } from './errors.js';
 import type { Mapping } from './mappings.js';
 import { mix32 } from './rng.js';
@@ -54,6 +54,22 @@ export interface Plan {
   readonly streamsPerConnection: number;
   readonly channels: readonly Channel[];
 }
+
+/**
+ * The transport flags of a plan. SCTP runs with an RTO.Min of 200 ms, Linux TCP's minimum RTO, so a lost
+ * retransmission costs both transports alike (RFC 9260's default of 1 s would be SCTP's alone).
+ */
+export function transportFlags(plan: Plan): TransportFlags {
+  if (plan.transport !== 'sctp') return { transport: plan.transport };
+  return {
+    transport: 'sctp',
+    sctpRtoMin: String(SCTP_RTO_MIN_MS),
+    ...(plan.interleaving ? { sctpInterleaving: true } : {}),
+  };
+}
+
+/** RTO.Min of the experiment's SCTP associations, in ms (`transportFlags`). */
+export const SCTP_RTO_MIN_MS = 200;
 
 export function planOf(mapping: Mapping, flows: number): Plan {
   const ids = Array.from({ length: flows }, (_, i) => i);
@@ -293,7 +309,7 @@ async function closeGracefully(
 export async function runServer(spec: WorkloadSpec, ready: (port: number) => void): Promise<ServerReport> {
   const monitor = new PauseMonitor().start();
   const plan = planOf(spec.mapping, spec.flows);
-  const tt = toolTransport({ transport: plan.transport, ...(plan.interleaving ? { sctpInterleaving: true } : {}) });
+  const tt = toolTransport(transportFlags(plan));
   const listener = await tt.transport.listen({ host: spec.host, port: spec.port }, { params: tt.listenParams });
   const delivered = new Map<number, number[]>();
   const bad = new Set<number>();
@@ -459,7 +475,7 @@ interface FlowState {
 export async function runClient(spec: WorkloadSpec): Promise<ClientReport> {
   const monitor = new PauseMonitor().start();
   const plan = planOf(spec.mapping, spec.flows);
-  const tt = toolTransport({ transport: plan.transport, ...(plan.interleaving ? { sctpInterleaving: true } : {}) });
+  const tt = toolTransport(transportFlags(plan));
   const intervalUs = 1e6 / spec.rate;
   const total = Math.floor(spec.durationS * spec.rate);
   const problems: string[] = [];
