@@ -56,6 +56,15 @@ export interface PkgAssociation extends EventEmitter {
   /** I-DATA in use (RFC 8260 §2.2: both sides offered it). */
   interleaving: boolean;
   readonly stats: PkgAssociationStats;
+  /** RFC 8899 PLPMTUD state (pmtud.js), once a path MTU was set with `_setPmtu`. */
+  readonly plpmtud?: {
+    readonly state: 'search' | 'complete';
+    readonly max: number;
+    readonly confirmed: number;
+    readonly probesSent: number;
+    readonly probesAcked: number;
+    readonly blackHoles: number;
+  };
   /** DATA chunks sent and not yet covered by the Cumulative TSN Ack. */
   readonly outstandingCount: number;
   /** Octets of user messages queued and not yet handed to the wire. */
@@ -83,7 +92,10 @@ export interface PkgAssociation extends EventEmitter {
   SETPRIORITY(streamId: number, priority: number): void;
   /** Fails every SEND not yet handed over with `error`. */
   _failQueued(error: Error): void;
-  /** Sets the path MTU (SCTP packet size) and the initial cwnd for it (RFC 9260 §7.2.1). */
+  /**
+   * Sets the path MTU the user knows (the route's): the initial cwnd for it (RFC 9260 §7.2.1) and the
+   * largest size RFC 8899 probing confirms (packets start at BASE_PLPMTU, 1200).
+   */
   _setPmtu(pmtu: number): void;
   RECEIVE(): (Buffer & { ppid?: number }) | undefined;
   SHUTDOWN(cb?: () => void): void;

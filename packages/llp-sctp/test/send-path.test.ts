@@ -4,6 +4,8 @@
  * without I-DATA (RFC 4960 §6.9) and interleaved with it (RFC 8260 §2), the SACK policy (RFC 4960 §6.2,
  * RFC 7053), T3-rtx expiries the peer shows to be spurious, and the packet size taken from the route.
  */
+
+import dgram from 'node:dgram';
 import type { LlpStream } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -249,8 +251,9 @@ describe('RFC 4960 §7.3 / RFC 8899 §3: the packet size from the route', () => 
     const a = (await t.connect({ host: '127.0.0.1', port: listener.address.port as number })) as SctpConnection;
     const b = (await accepted) as SctpConnection;
     const expected = sctpPacketSize(lo, '127.0.0.1', 'udp');
-    expect(a.sctpAssociation.PMTU).toBe(expected);
-    expect(b.sctpAssociation.PMTU).toBe(expected);
+    // RFC 8899: packets start at BASE_PLPMTU; one probe of the route's size confirms it
+    await until(() => a.sctpAssociation.PMTU === expected && b.sctpAssociation.PMTU === expected, 'the probe');
+    expect(a.sctpAssociation.plpmtud?.state).toBe('complete');
     // one DATA chunk per DDP Segment: MULPDU = the packet less the common and I-DATA headers
     if (expected >= 16 * 1024) expect((a.streams[0] as LlpStream).mulpdu).toBe(expected - 32);
     const got: number[] = [];
@@ -261,4 +264,62 @@ describe('RFC 4960 §7.3 / RFC 8899 §3: the packet size from the route', () => 
     b.abort();
     await listener.close();
   });
+});
+
+describe('RFC 8899 PLPMTUD (§6.2: HEARTBEAT probes padded with PAD chunks)', () => {
+  it('a path that drops packets over 1400 octets although the route says 64 KiB: probes find its PMTU, 60 KB messages get through', async () => {
+    // A UDP relay between the two ends that loses every datagram over 1400 octets (a tunnel's MTU).
+    const limit = 1400;
+    const t = sctp();
+    const listener = await t.listen({ host: '127.0.0.1', port: 0 });
+    const toListener = dgram.createSocket('udp4');
+    const fromClient = dgram.createSocket('udp4');
+    await Promise.all([
+      new Promise<void>((r) => toListener.bind(0, '127.0.0.1', () => r())),
+      new Promise<void>((r) => fromClient.bind(0, '127.0.0.1', () => r())),
+    ]);
+    let client: { address: string; port: number } | undefined;
+    let dropped = 0;
+    // SCTP over UDP takes its ports from the UDP ones: the relay rewrites them and signs again.
+    const listenPort = listener.address.port as number;
+    const relayPort = fromClient.address().port;
+    const ports = (m: Buffer, src: number | undefined, dst: number | undefined) => {
+      if (src !== undefined) m.writeUInt16BE(src, 0);
+      if (dst !== undefined) m.writeUInt16BE(dst, 2);
+      return signSctpPacket(m);
+    };
+    fromClient.on('message', (m, rinfo) => {
+      client = { address: rinfo.address, port: rinfo.port };
+      if (m.length > limit) dropped++;
+      else toListener.send(ports(m, toListener.address().port, listenPort), listenPort, '127.0.0.1');
+    });
+    toListener.on('message', (m) => {
+      if (m.length > limit) dropped++;
+      else if (client) fromClient.send(ports(m, relayPort, client.port), client.port, client.address);
+    });
+    const accepted = firstValueFrom(listener.connections$);
+    const a = (await t.connect({ host: '127.0.0.1', port: fromClient.address().port })) as SctpConnection;
+    const b = (await accepted) as SctpConnection;
+    try {
+      const got: number[] = [];
+      (b.streams[0] as LlpStream).setReceiver((u) => got.push(u.length));
+      for (let i = 0; i < 4; i++) (a.streams[0] as LlpStream).send([pattern(60_000, i)]);
+      await until(() => got.length === 4, 'four 60 KB messages', 30_000);
+      // sizes over the limit fail after MAX_PROBES unanswered rounds of PROBE_TIMER (1 s, RFC 8899 §5.1.1)
+      await until(() => a.sctpAssociation.plpmtud?.state === 'complete', 'the end of the search', 30_000);
+      expect(a.sctpAssociation.PMTU).toBeLessThanOrEqual(limit);
+      expect(a.sctpAssociation.PMTU).toBeGreaterThan(limit - 64 - 4);
+      expect(dropped).toBeGreaterThan(0); // the probes that were too large
+      expect(
+        a.sctpAssociation.stats.retransmissions,
+        JSON.stringify({ s: a.sctpAssociation.stats, d: a.sctpAssociation.plpmtud, p: a.sctpAssociation.PMTU }),
+      ).toBe(0); // no DATA was sent larger than confirmed
+    } finally {
+      a.abort();
+      b.abort();
+      await listener.close();
+      toListener.close();
+      fromClient.close();
+    }
+  }, 60_000);
 });

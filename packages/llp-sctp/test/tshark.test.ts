@@ -255,6 +255,7 @@ describe('tshark decodes the wire format', () => {
         const types = rows.flatMap((r) => (r[1] ?? '').split(',').map(Number));
         expect(types).toContain(64); // I-DATA
         expect(types).not.toContain(0); // no DATA once I-DATA is negotiated (RFC 8260 §2.2)
+        expect(types).toContain(132); // RFC 8899 §6.2 probes: HEARTBEAT padded with a PAD chunk (RFC 4820)
         // Loopback's MTU: the large message's first packet is a 64 KiB-class datagram.
         expect(Math.max(...rows.map((r) => Number(r[0])))).toBeGreaterThan(60_000);
       } finally {

@@ -8,6 +8,7 @@ const SN = require('./serial')
 const Reassembly = require('./reassembly')
 const { StreamScheduler } = require('./scheduler')
 const transmit = require('./transmit')
+const pmtud = require('./pmtud')
 
 class Association extends EventEmitter {
   constructor (endpoint, options) {
@@ -408,6 +409,8 @@ class Association extends EventEmitter {
      occurs, the address that the original HEARTBEAT was sent to is now
      considered CONFIRMED and available for normal data transfer.
     */
+    // [rddp] RFC 8899 §6.2: the answer to a PLPMTUD probe (pmtud.js)
+    if (this._probeAcked(chunk.heartbeat_info)) return
     const nonce = chunk.heartbeat_info.readUInt32BE(0)
     if (this.nonces[nonce]) {
       const address = ip.toString(chunk.heartbeat_info, 8, 4)
@@ -769,9 +772,11 @@ class Association extends EventEmitter {
     this.debugger.info('association established')
     this.emit('COMMUNICATION UP')
     this._scheduleFlush() // [rddp] what was sent before the association came up
+    this._startPmtud() // [rddp] RFC 8899: confirm the path MTU with probes
   }
 
   _down () {
+    this._stopPmtud()
     clearInterval(this._heartbeatInterval)
     clearTimeout(this.T1)
     clearTimeout(this.T2)
@@ -1147,5 +1152,6 @@ class Association extends EventEmitter {
 }
 
 transmit.install(Association)
+pmtud.install(Association)
 
 module.exports = Association

@@ -30,6 +30,11 @@ function serialDiff (a, b) {
   return (a - b) | 0
 }
 
+// RFC 9260 §7.2.1
+function initialCwnd (pmtu) {
+  return Math.min(4 * pmtu, Math.max(2 * pmtu, 4404))
+}
+
 function pad4 (n) {
   return (n + 3) & ~3
 }
@@ -118,10 +123,11 @@ const transmit = {
     return this.scheduler.empty && !this.partial && this.outstandingCount === 0
   },
 
-  // RFC 9260 §7.2.1: the initial cwnd for this PMTU.
+  // The path MTU the user knows (e.g. the route's): the initial cwnd for it (RFC 9260 §7.2.1) and the
+  // largest size PLPMTUD searches (pmtud.js; until a probe confirms more, packets are BASE_PLPMTU).
   _setPmtu (pmtu) {
-    this.PMTU = pmtu
-    this.cwnd = Math.min(4 * pmtu, Math.max(2 * pmtu, 4404))
+    this._initPmtud(pmtu)
+    this.cwnd = initialCwnd(this.PMTU)
   },
 
   // ---- SEND (RFC 4960 §10.1 E) ---------------------------------------------------------------
@@ -704,6 +710,7 @@ const transmit = {
       this._destroy()
       return
     }
+    this._pmtudOnT3() // RFC 8899 §4.3: a black hole?
     // E3: one packet of the earliest now, the rest as cwnd allows (§6.1 C)
     this.rtxForce = true
     this._flush()
@@ -836,4 +843,4 @@ function install (Association) {
   }
 }
 
-module.exports = { install, decodeDataChunk, decodeSack, SentChunk, DATA, SACK, I_DATA, Chunk }
+module.exports = { install, decodeDataChunk, decodeSack, initialCwnd, SentChunk, DATA, SACK, I_DATA, Chunk }
