@@ -95,6 +95,17 @@ function decode(file: string, port: number): Decoded {
   return d;
 }
 
+/** Starts capturing the port's UDP; outside CI a machine that cannot capture on lo skips the test. */
+async function captureOrSkip(ctx: { skip(note: string): void }, file: string, port: number): Promise<ChildProcess> {
+  try {
+    return await startCapture(file, `udp port ${port}`);
+  } catch (e) {
+    if (process.env.CI) throw e;
+    ctx.skip(`cannot capture on lo here (${(e as Error).message.split('\n')[0]}); CI runs it as root`);
+    throw e; // not reached: skip() ends the test
+  }
+}
+
 describe('tshark decodes the wire format', () => {
   it.skipIf(!haveTshark && !process.env.CI)(
     "RFC 5043: DATA chunks carry PPID 16 and 17 on the DDP Stream's SCTP stream, INIT and INIT ACK the DDP adaptation code point, SHUTDOWN and ABORT as mapped (tshark)",
@@ -107,13 +118,7 @@ describe('tshark decodes the wire format', () => {
       const port = listener.address.port as number;
       let cap: ChildProcess | undefined;
       try {
-        try {
-          cap = await startCapture(file, `udp port ${port}`);
-        } catch (e) {
-          if (process.env.CI) throw e;
-          ctx.skip(`cannot capture on lo here (${(e as Error).message.split('\n')[0]}); CI runs it as root`);
-          return;
-        }
+        cap = await captureOrSkip(ctx, file, port);
         // 1. Setup with private data both ways, a 3000-octet DDP Segment on DDP Stream 1, graceful close.
         const accepted = firstValueFrom(listener.connections$);
         const a = await t.connect({ host: '127.0.0.1', port }, { streams: 2, privateData: Buffer.from('hello') });
@@ -209,13 +214,7 @@ describe('tshark decodes the wire format', () => {
       const port = listener.address.port as number;
       let cap: ChildProcess | undefined;
       try {
-        try {
-          cap = await startCapture(file, `udp port ${port}`);
-        } catch (e) {
-          if (process.env.CI) throw e;
-          ctx.skip(`cannot capture on lo here (${(e as Error).message.split('\n')[0]}); CI runs it as root`);
-          return;
-        }
+        cap = await captureOrSkip(ctx, file, port);
         const accepted = firstValueFrom(listener.connections$);
         const a = await t.connect({ host: '127.0.0.1', port }, { streams: 3 });
         const b = await accepted;

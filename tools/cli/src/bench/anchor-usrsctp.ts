@@ -19,6 +19,7 @@
  */
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
+import { ReceiveMeter } from './receive-meter.js';
 
 /** Octets kept in the data channel's send buffer at most; sending resumes below LOW_WATER. */
 export const HIGH_WATER = 4 << 20;
@@ -146,24 +147,10 @@ export async function main(argv: readonly string[]): Promise<void> {
 
   pc.onDataChannel((dc) => {
     held.push(dc);
-    let got = 0;
-    let messages = 0;
-    let t0 = 0n;
-    let base = 0;
+    const meter = new ReceiveMeter(total, warm);
     dc.onMessage((msg) => {
-      const n = typeof msg === 'string' ? Buffer.byteLength(msg) : msg.byteLength;
-      if (got === 0 && warm === 0) t0 = process.hrtime.bigint();
-      got += n;
-      messages++;
-      if (t0 === 0n && got >= warm) {
-        t0 = process.hrtime.bigint();
-        base = got;
-      }
-      if (got >= total + warm) {
-        const ns = Number(process.hrtime.bigint() - t0);
-        const octets = got - base;
-        say({ result: { MBps: octets / 1e3 / (ns / 1e6), octets, ms: ns / 1e6, messages, warm }, cpuMs: cpuMs() });
-      }
+      const r = meter.add(typeof msg === 'string' ? Buffer.byteLength(msg) : msg.byteLength);
+      if (r) say({ result: { ...r, warm }, cpuMs: cpuMs() });
     });
     dc.onError((e) => fail(`data channel: ${e}`));
   });

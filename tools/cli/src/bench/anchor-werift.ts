@@ -16,6 +16,7 @@
  */
 import dgram from 'node:dgram';
 import { pathToFileURL } from 'node:url';
+import { ReceiveMeter } from './receive-meter.js';
 
 /** The SCTP port both ends use (inside the UDP encapsulation; any will do). */
 const SCTP_PORT = 5000;
@@ -70,25 +71,13 @@ export async function main(argv: readonly string[]): Promise<void> {
 
   if (role === 'recv') {
     const sctp = SCTP.server(createUdpTransport(sock), SCTP_PORT);
-    let got = 0;
-    let messages = 0;
-    let t0 = 0n;
-    let base = 0;
+    const meter = new ReceiveMeter(total, warm);
     const done = new Promise<void>((resolve) => {
       sctp.onReceive.subscribe((_stream: number, _ppid: number, data: Buffer) => {
-        if (got === 0 && warm === 0) t0 = process.hrtime.bigint();
-        got += data.length;
-        messages++;
-        if (t0 === 0n && got >= warm) {
-          t0 = process.hrtime.bigint();
-          base = got;
-        }
-        if (got >= total + warm) {
-          const ns = Number(process.hrtime.bigint() - t0);
-          const octets = got - base;
-          say({ result: { MBps: octets / 1e3 / (ns / 1e6), octets, ms: ns / 1e6, messages, warm }, cpuMs: cpuMs() });
-          resolve();
-        }
+        const r = meter.add(data.length);
+        if (!r) return;
+        say({ result: { ...r, warm }, cpuMs: cpuMs() });
+        resolve();
       });
     });
     await sctp.start(SCTP_PORT);

@@ -14,6 +14,7 @@ import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { ReceiveMeter } from './receive-meter.js';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -41,27 +42,12 @@ function setCongestion(socket: net.Socket | net.Server, name: string | undefined
 
 function bulkServer(total: number, size: number, warm: number, congestion?: string): void {
   const srv = net.createServer((sock) => {
-    let got = 0;
-    let t0 = 0n;
-    let base = 0; // octets received before the clock started (the warm-up's)
+    const meter = new ReceiveMeter(total, warm);
     sock.on('data', (d: Buffer) => {
-      if (got === 0 && warm === 0) t0 = process.hrtime.bigint();
-      got += d.length;
-      if (t0 === 0n && got >= warm) {
-        t0 = process.hrtime.bigint();
-        base = got;
-      }
-      if (got >= total + warm) {
-        const ns = Number(process.hrtime.bigint() - t0);
-        const octets = got - base;
+      const r = meter.add(d.length);
+      if (r) {
         console.log(
-          JSON.stringify({
-            MBps: octets / 1e3 / (ns / 1e6),
-            octets,
-            writeSize: size,
-            warm,
-            congestion: congestion ?? null,
-          }),
+          JSON.stringify({ MBps: r.MBps, octets: r.octets, writeSize: size, warm, congestion: congestion ?? null }),
         );
         sock.destroy();
         srv.close();
