@@ -205,13 +205,22 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
       '--seed',
       seed,
     ];
+    // The second one also runs the I-DATA mapping, after half a second of warm-up (not measured).
+    const outB = path.join(dir, 'warm');
     const [a, b] = await Promise.all([
       rddp([...args('1'), '--mappings', 'sctp-streams,tcp-conns']),
-      rddp([...args('2'), '--mappings', 'tcp-shared,sctp-assocs']),
+      rddp([...args('2'), '--mappings', 'tcp-shared,sctp-assocs,sctp-idata', '--warm-up', '0.5', '--out', outB]),
     ]);
     for (const r of [a, b]) {
       expect(r.code, r.out.slice(-3000) + r.err).toBe(0);
       expect(r.out).toMatch(/topology: namespaces rddp-x\d+-[0-9a-f]{4}-a/);
+    }
+    expect(b.out).toContain('per flow for 1 s after 0.5 s of warm-up');
+    const warm = JSON.parse(readFileSync(path.join(outB, 'results.json'), 'utf8'));
+    for (const run of warm.runs) {
+      // measured: the 1 s after the warm-up; on the wire (and verified): all 1.5 s of it
+      for (const f of run.perFlow) expect(f).toMatchObject({ verified: true, messages: 100 });
+      expect(run.wire.messagesFound, run.mapping).toBe(2 * 150);
     }
     const ns = (r: { out: string }) => /namespaces (rddp-x\S+)/.exec(r.out)?.[1];
     expect(ns(a)).not.toBe(ns(b));

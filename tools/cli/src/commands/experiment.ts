@@ -42,6 +42,7 @@ interface Raw {
   size: string;
   rate: string;
   duration: string;
+  warmUp: string;
   credits: string;
   stallEpsilon: string;
   seed?: string;
@@ -83,6 +84,12 @@ export function registerExperiment(program: Command): void {
     .option('-s, --size <octets>', 'message size W', integerIn(16, 65_536), '1024')
     .option('--rate <n>', 'messages per second per flow', positiveUpTo(100_000), '100')
     .option('-D, --duration <s>', 'seconds of traffic per run', positiveUpTo(3600), '3')
+    .option(
+      '--warm-up <s>',
+      'seconds of traffic before the measured --duration (sent and verified, not measured), as perftest warms up',
+      numberIn(0, 600),
+      '0',
+    )
     .option('--credits <n>', 'outstanding messages per flow (receives the responder posts)', integerIn(1, 1024), '64')
     .option(
       '--stall-epsilon <ms>',
@@ -138,6 +145,7 @@ Examples:
         size: Number(raw.size),
         rate: Number(raw.rate),
         durationS: Number(raw.duration),
+        warmUpS: Number(raw.warmUp),
         credits: Number(raw.credits),
         epsUs: Number(raw.stallEpsilon) * 1000,
         seed: raw.seed === undefined ? Math.floor(Math.random() * 2 ** 32) : Number(raw.seed),

@@ -28,7 +28,7 @@ export async function runExperimentCommand(o: ExperimentOptions): Promise<RunRes
   try {
     if (!o.json) {
       print(
-        `rddp experiment: seed ${o.seed} (repeat with --seed ${o.seed}); ${o.size}-octet Sends at ${o.rate}/s per flow for ${o.durationS} s`,
+        `rddp experiment: seed ${o.seed} (repeat with --seed ${o.seed}); ${o.size}-octet Sends at ${o.rate}/s per flow for ${o.durationS} s${(o.warmUpS ?? 0) > 0 ? ` after ${o.warmUpS} s of warm-up` : ''}`,
       );
       print(
         `topology: namespaces ${topo.names.nsA} (initiator, ${topo.names.addrA}) and ${topo.names.nsB} (responder, ${topo.names.addrB}), one veth pair`,
@@ -80,6 +80,7 @@ export async function runExperimentCommand(o: ExperimentOptions): Promise<RunRes
         size: o.size,
         rate: o.rate,
         durationS: o.durationS,
+        warmUpS: o.warmUpS,
         credits: o.credits,
         stallEpsilonUs: o.epsUs,
       },

@@ -32,7 +32,8 @@ export function runCaption(r: RunResult, o: Meta['options']): string {
     imp.push(`delay ${r.delayMs} ms${Number(o.jitterMs) > 0 ? ` + U(0, ${o.jitterMs}) ms` : ''}`);
   if (Number(o.reorder) > 0) imp.push(`reorder ${o.reorder} %`);
   if (Number(o.rateMbit) > 0) imp.push(`${o.rateMbit} Mbit/s`);
-  return `${r.flows} flows × ${o.rate} Sends/s × ${o.size} octets, ${o.durationS} s; ${imp.join(', ')}; seed ${r.seed}`;
+  const warm = Number(o.warmUpS ?? 0) > 0 ? ` after ${o.warmUpS} s of warm-up` : '';
+  return `${r.flows} flows × ${o.rate} Sends/s × ${o.size} octets, ${o.durationS} s${warm}; ${imp.join(', ')}; seed ${r.seed}`;
 }
 
 export interface Meta {

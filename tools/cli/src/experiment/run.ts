@@ -37,6 +37,11 @@ export interface Common {
   readonly size: number;
   readonly rate: number;
   readonly durationS: number;
+  /**
+   * Seconds of traffic at the same rate before the measured `durationS` (perftest's warm-up): sent and
+   * verified like the rest, left out of the latency, stall and goodput figures.
+   */
+  readonly warmUpS?: number;
   readonly credits: number;
   readonly jitterMs: number;
   /** Reordering, in percent of datagrams (UDP only). */
@@ -167,13 +172,13 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
     flows: p.flows,
     size: c.size,
     rate: c.rate,
-    durationS: c.durationS,
+    durationS: (c.warmUpS ?? 0) + c.durationS,
     seed,
     credits: c.credits,
     host: '0.0.0.0',
     port,
   };
-  const limit = (c.durationS + 120) * 1000;
+  const limit = ((c.warmUpS ?? 0) + c.durationS + 120) * 1000;
   // Relayed: the initiator reaches the responder through the TUN pair and the packet relay; otherwise
   // over the veth. The capture is on B's side of the link used.
   const capture = await topo.capture(relayed ? 'tun' : 'veth');
@@ -221,14 +226,17 @@ export async function runPoint(topo: Topology, p: Point, c: Common): Promise<Run
       responder: relayed ? topo.names.tunAddrB : topo.names.addrB,
       transport: plan.transport,
     });
-    const expected = Math.floor(c.durationS * c.rate);
+    // The first `warm` messages of each flow are the warm-up: verified, not measured.
+    const warm = Math.floor((c.warmUpS ?? 0) * c.rate);
+    const expected = Math.floor(((c.warmUpS ?? 0) + c.durationS) * c.rate) - warm;
     const serverPauses = sr.pauses ?? [];
-    const samples = attribute(joinTimes(cr.flows, sr.flows), wire, {
+    const attributed = attribute(joinTimes(cr.flows, sr.flows), wire, {
       epsUs: c.epsUs,
       captureAfterUs: relayed ? p.delayMs * 1000 : 0,
       linkJitterUs: relayed ? c.jitterMs * 1000 : 0,
       receiverPauses: serverPauses,
     });
+    const samples = warm > 0 ? attributed.filter((s) => s.seq >= warm) : attributed;
     const pauseSum = (iv: readonly (readonly [number, number])[]) => iv.reduce((a, [x, y]) => a + (y - x), 0);
     const perFlow = flowResults(
       samples,
