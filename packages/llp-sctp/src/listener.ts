@@ -61,11 +61,17 @@ export interface OutOfTheBlueDiscards {
 
 let nextId = 0;
 
+/** The listener's State Cookie secret rotates this often: 5 cookie lifespans (60 s, RFC 4960 §15). */
+export const COOKIE_ROTATION_MS = 5 * 60_000;
+
 export class SctpListener extends BaseLlpListener {
   readonly address: LlpAddress;
   private readonly peers = new Map<string, PeerState>();
   private readonly acceptedConnections = new WeakSet<SctpConnection>();
-  private readonly secret = randomBytes(32);
+  /** The listener's State Cookie secret and the one before it (rotated, `rotateSecret`). */
+  private secret = randomBytes(32);
+  private previousSecret: Buffer | null = null;
+  private readonly rotation: NodeJS.Timeout;
   private readonly discards: OutOfTheBlueDiscards = {
     malformed: 0,
     badChecksum: 0,
@@ -111,6 +117,8 @@ export class SctpListener extends BaseLlpListener {
     );
     this.stateless.socket.tap = options.trace;
     setCookieSecret(this.stateless.endpoint, this.secret);
+    this.rotation = setInterval(() => this.rotateSecret(), COOKIE_ROTATION_MS);
+    this.rotation.unref();
     // Only INITs reach it; should the package still make an association there, it is not ours.
     this.stateless.endpoint.on('association', (a: PkgAssociation) => a.ABORT());
     this.closeOnAbort(listen);
@@ -163,7 +171,7 @@ export class SctpListener extends BaseLlpListener {
       return;
     }
     if (first.type === ChunkType.INIT && h.vTag === 0 && list.length === 1) {
-      this.stateless.endpoint.cookieSecretKey = this.cookieKey(key);
+      setCookieSecret(this.stateless.endpoint, this.cookieKey(key, this.secret));
       this.target = peer;
       try {
         this.stateless.socket.receive(packet);
@@ -184,8 +192,9 @@ export class SctpListener extends BaseLlpListener {
 
   /** RFC 4960 §5.1.5: a COOKIE ECHO from a source without state creates it only if its cookie is good. */
   private cookieEcho(packet: Buffer, peer: PeerAddress, key: string, h: CommonHeader, chunk: ChunkInfo): void {
-    const cookieKey = this.cookieKey(key);
-    this.stateless.endpoint.cookieSecretKey = cookieKey;
+    const cookieKey = this.cookieKey(key, this.secret);
+    const previousKey = this.previousSecret && this.cookieKey(key, this.previousSecret);
+    setCookieSecret(this.stateless.endpoint, cookieKey, previousKey);
     let good: unknown;
     try {
       good = this.stateless.endpoint.validateCookie(chunkValue(packet, chunk), {
@@ -204,17 +213,29 @@ export class SctpListener extends BaseLlpListener {
       this.discards.overLimit++;
       return;
     }
-    const state = this.addPeer(key, peer, cookieKey);
+    const state = this.addPeer(key, peer, cookieKey, previousKey);
     state.path.socket.receive(packet);
     if (state.connections.size === 0) this.dropPeer(state);
   }
 
-  /** The State Cookie key for one source: the listener's secret bound to its address. */
-  private cookieKey(key: string): Buffer {
-    return createHmac('sha256', this.secret).update(key).digest();
+  /** The State Cookie key for one source: a listener secret bound to its address. */
+  private cookieKey(key: string, secret: Buffer): Buffer {
+    return createHmac('sha256', secret).update(key).digest();
   }
 
-  private addPeer(key: string, peer: PeerAddress, cookieKey: Buffer): PeerState {
+  /**
+   * A new secret every 5 cookie lifespans (the package's own period); cookies made under the one before
+   * still check until the next rotation (RFC 4960 §5.1.3 leaves the key schedule to the implementation).
+   */
+  private rotateSecret(): void {
+    this.previousSecret = this.secret;
+    this.secret = randomBytes(32);
+    for (const s of this.peers.values()) {
+      setCookieSecret(s.path.endpoint, this.cookieKey(s.key, this.secret), this.cookieKey(s.key, this.previousSecret));
+    }
+  }
+
+  private addPeer(key: string, peer: PeerAddress, cookieKey: Buffer, previousKey: Buffer | null): PeerState {
     const path = new PeerPath(
       (packet, cb) => this.wire.send(packet, peer, cb),
       peer,
@@ -231,7 +252,7 @@ export class SctpListener extends BaseLlpListener {
         violation: (text, packet) => this.violation(state, text, packet),
       },
     );
-    setCookieSecret(path.endpoint, cookieKey);
+    setCookieSecret(path.endpoint, cookieKey, previousKey);
     path.socket.tap = this.options.trace;
     const state: PeerState = { key, path, connections: new Set() };
     path.endpoint.on('association', (association: PkgAssociation) => this.onAssociation(state, association));
@@ -327,6 +348,7 @@ export class SctpListener extends BaseLlpListener {
     if (!this.closed || this.wireClosed) return;
     for (const s of this.peers.values()) if (s.connections.size > 0) return;
     this.wireClosed = true;
+    clearInterval(this.rotation);
     this.wire.close();
   }
 }

@@ -139,7 +139,9 @@ export interface PkgEndpoint extends EventEmitter {
   /** Offer I-DATA in INIT / INIT ACK (RFC 8260 §2.2). */
   idata: boolean;
   scheduler?: StreamSchedulerName;
+  /** The State Cookie key (HMAC-SHA-256, RFC 4960 §5.1.3), and the one before it, still accepted. */
   cookieSecretKey: Buffer;
+  previousCookieSecretKey: Buffer | null;
   associations: PkgAssociation[];
   ASSOCIATE(options: { remotePort: number; OS: number; MIS: number } & Partial<PkgRtoParameters>): PkgAssociation;
   DESTROY(): void;
@@ -228,13 +230,15 @@ export function createEndpoint(
 }
 
 /**
- * Keys the endpoint's State Cookies (RFC 4960 §5.1.3) with `key` for good: stops the package's own
- * rotation timer, so that every endpoint a listener derives the same key for signs and checks alike.
+ * Keys the endpoint's State Cookies (RFC 4960 §5.1.3) with `key`, `previous` still accepted: stops the
+ * package's own rotation timer, so that the keys a listener derives (and rotates) are the ones every
+ * endpoint signs and checks with.
  */
-export function setCookieSecret(endpoint: PkgEndpoint, key: Buffer): void {
+export function setCookieSecret(endpoint: PkgEndpoint, key: Buffer, previous: Buffer | null = null): void {
   if (endpoint._cookieInterval) clearInterval(endpoint._cookieInterval);
   endpoint._cookieInterval = undefined;
   endpoint.cookieSecretKey = key;
+  endpoint.previousCookieSecretKey = previous;
 }
 
 /**

@@ -307,3 +307,53 @@ describe('hostile datagrams against an SCTP listener (RFC 4960 §5.1.3, §8.4, �
     expect(peer.replies.filter((r) => r.type === 9 || r.type === 5)).toEqual([]);
   }, 60_000);
 });
+
+describe('RFC 4960 §5.1.3 State Cookie MAC', () => {
+  it('HMAC-SHA-256 over the cookie information and the INIT, compared in constant time; the key rotates and the one before still checks', async () => {
+    const { createHmac } = await import('node:crypto');
+    const { EventEmitter } = await import('node:events');
+    const { createEndpoint } = await import('../src/pkg.js');
+    const { createRequire } = await import('node:module');
+    const Chunk = createRequire(import.meta.url)('@rddp/sctp/lib/chunk') as new (
+      type: string,
+      o: object,
+    ) => { toBuffer(): Buffer };
+    const ep = createEndpoint(
+      { localPort: 7001, streams: 1, aRwnd: 65_536, idata: false, scheduler: 'rr' },
+      new EventEmitter(),
+    ) as unknown as {
+      cookieSecretKey: Buffer;
+      createCookie(init: object, header: object, tag: number): Buffer;
+      validateCookie(cookie: Buffer, header: object): unknown;
+      rotateCookieSecret(): void;
+      DESTROY(): void;
+    };
+    try {
+      const init = new Chunk('init', {
+        initiate_tag: 7,
+        a_rwnd: 65_536,
+        outbound_streams: 1,
+        inbound_streams: 1,
+        initial_tsn: 1,
+      });
+      const header = { src_port: 7002, dst_port: 7001, v_tag: 0 };
+      const cookie = ep.createCookie(init, header, 99);
+      const info = cookie.subarray(32, 48);
+      const initBytes = cookie.subarray(48);
+      expect(cookie.subarray(0, 32)).toEqual(
+        createHmac('sha256', ep.cookieSecretKey).update(info).update(initBytes).digest(),
+      );
+      const echo = { src_port: 7002, dst_port: 7001, v_tag: 99 };
+      expect(ep.validateCookie(cookie, echo)).toBeTruthy();
+      const forged = Buffer.from(cookie);
+      forged[5] = (forged[5] as number) ^ 1;
+      expect(ep.validateCookie(forged, echo)).toBeFalsy();
+      ep.rotateCookieSecret();
+      expect(ep.validateCookie(cookie, echo)).toBeTruthy(); // made under the key before
+      ep.rotateCookieSecret();
+      expect(ep.validateCookie(cookie, echo)).toBeFalsy(); // two rotations ago
+    } finally {
+      ep.DESTROY();
+    }
+  });
+});

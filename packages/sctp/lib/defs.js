@@ -20,7 +20,7 @@ const NET_SCTP = {
   valid_cookie_life: 60000,
   max_burst: 4,
   association_max_retrans: 10, // TODO
-  cookie_hmac_alg: 'sha1',
+  cookie_hmac_alg: 'sha256', // [rddp] HMAC-SHA-256 (endpoint.js cookieMac)
   max_init_retransmits: 8,
   hb_interval: 30000,
   sack_timeout: 200, // [rddp] RFC 9260 §6.2 / §16 SACK.Delay

@@ -41,15 +41,16 @@ class Endpoint extends EventEmitter {
     // [rddp] RFC 8260: offer I-DATA; the stream scheduler of new associations
     this.idata = !!options.idata
     this.scheduler = options.scheduler
+    // [rddp] RFC 4960 §5.1.3: the State Cookie's MAC is HMAC-SHA-256 (was: SHA-1 over the data and
+    // the key appended, compared in non-constant time). The key rotates; the one before stays valid,
+    // so a cookie made just before a rotation still checks.
     this.cookieSecretKey = crypto.randomBytes(32)
+    this.previousCookieSecretKey = null
     this.valid_cookie_life = defs.NET_SCTP.valid_cookie_life
-    this.cookie_hmac_alg = defs.NET_SCTP.cookie_hmac_alg === 'md5' ? 'md5' : 'sha1'
-    this.cookie_hmac_len = defs.NET_SCTP.cookie_hmac_alg === 'md5' ? 16 : 20
+    this.cookie_hmac_len = 32
 
-    this._cookieInterval = setInterval(() => {
-      // TODO change interval when valid_cookie_life changes
-      this.cookieSecretKey = crypto.randomBytes(32)
-    }, this.valid_cookie_life * 5)
+    this._cookieInterval = setInterval(() => this.rotateCookieSecret(), this.valid_cookie_life * 5)
+    if (this._cookieInterval.unref) this._cookieInterval.unref()
 
     this.associations_lookup = {}
     this.associations = []
@@ -480,8 +481,6 @@ class Endpoint extends EventEmitter {
     information.writeUInt16BE(header.src_port, 8)
     information.writeUInt16BE(header.dst_port, 10)
     information.writeUInt32BE(myTag, 12)
-    const hash = crypto.createHash(this.cookie_hmac_alg)
-    hash.update(information)
     /*
      The receiver of the PAD
      parameter MUST silently discard this parameter and continue
@@ -496,9 +495,7 @@ class Endpoint extends EventEmitter {
     delete chunk.pad
     const strippedInit = new Chunk('init', chunk)
     const initBuffer = strippedInit.toBuffer()
-    hash.update(initBuffer)
-    hash.update(this.cookieSecretKey)
-    const mac = hash.digest()
+    const mac = cookieMac(this.cookieSecretKey, information, initBuffer)
     this.debugger.debug('created cookie mac %h %d bytes', mac, mac.length)
     /*
       0                   1                   2                   3                   4
@@ -514,8 +511,8 @@ class Endpoint extends EventEmitter {
 
   validateCookie (cookie, header) {
     let result
-    // MAC 16 + Info 16 + Init chunk 20 = 52
-    if (cookie.length < 52) {
+    // MAC 32 + Info 16 + Init chunk 20
+    if (cookie.length < this.cookie_hmac_len + 16 + 20) {
       return
     }
     const receivedMAC = cookie.slice(0, this.cookie_hmac_len)
@@ -526,11 +523,7 @@ class Endpoint extends EventEmitter {
      the secret key (note the timestamp in the State Cookie MAY be
      used to determine which secret key to use).
      */
-    const hash = crypto.createHash(defs.NET_SCTP.cookie_hmac_alg)
-    hash.update(information)
-    hash.update(initChunk)
-    hash.update(this.cookieSecretKey)
-    const mac = hash.digest()
+    const macOk = key => key && crypto.timingSafeEqual(cookieMac(key, information, initChunk), receivedMAC)
     /*
      Authenticate the State Cookie as one that it previously generated
      by comparing the computed MAC against the one carried in the
@@ -538,7 +531,7 @@ class Endpoint extends EventEmitter {
      including the COOKIE ECHO and any DATA chunks, should be silently
      discarded
      */
-    if (mac.equals(receivedMAC)) {
+    if (macOk(this.cookieSecretKey) || macOk(this.previousCookieSecretKey)) {
       result = {
         created: new Date(information.readUInt32BE(0) * 1000),
         cookie_lifespan: information.readUInt32BE(4),
@@ -574,8 +567,14 @@ class Endpoint extends EventEmitter {
         this.debugger.warn('port verification error', header, result)
       }
     } else {
-      this.debugger.warn('mac verification error %h != %h', receivedMAC, mac)
+      this.debugger.warn('mac verification error')
     }
+  }
+
+  // [rddp] A new State Cookie key; the current one stays valid for cookies already out.
+  rotateCookieSecret () {
+    this.previousCookieSecretKey = this.cookieSecretKey
+    this.cookieSecretKey = crypto.randomBytes(32)
   }
 
   close () {
@@ -638,6 +637,11 @@ class Endpoint extends EventEmitter {
       callback(new Error('bind EADDRINUSE 0.0.0.0:' + options.localPort))
     }
   }
+}
+
+// [rddp] RFC 4960 §5.1.3: the State Cookie's MAC, HMAC-SHA-256 under the secret key.
+function cookieMac (key, information, initChunk) {
+  return crypto.createHmac('sha256', key).update(information).update(initChunk).digest()
 }
 
 module.exports = Endpoint
