@@ -14,7 +14,6 @@
 // Chunks in flight are kept in TSN order (TSNs are assigned consecutively and leave
 // from the front), so a SACK finds a TSN by subtraction — no sort, no scan of all.
 
-const Chunk = require('./chunk')
 const Packet = require('./packet')
 
 const DATA = 0x00
@@ -843,4 +842,4 @@ function install (Association) {
   }
 }
 
-module.exports = { install, decodeDataChunk, decodeSack, initialCwnd, SentChunk, DATA, SACK, I_DATA, Chunk }
+module.exports = { install, decodeDataChunk, decodeSack, initialCwnd, DATA, SACK, I_DATA }
