@@ -14,3 +14,5 @@ export * from './guards.js';
 export * from './stream.js';
 export * from './tokens.js';
 export * from './util.js';
+export * from './budget.js';
+export * from './sources.js';
