@@ -15,6 +15,8 @@ import {
   type LlpListenOptions,
   LlpTimeoutError,
   ResourceLimitError,
+  SourceShares,
+  sourceKey,
 } from '@rddp/llp';
 import { applyCongestionControl } from './congestion.js';
 import { MpaTcpConnection } from './connection.js';
@@ -30,18 +32,13 @@ import {
   resolveParams,
 } from './negotiation.js';
 import type { ResolvedTransportOptions } from './options.js';
-import { adoptAccepted, dropChunk, SocketReceiver } from './socket-rx.js';
+import { ARENA_INITIAL, adoptAccepted, arenaFootprint, dropChunk, SocketReceiver } from './socket-rx.js';
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
 
 function asLlpError(e: unknown): LlpError {
   return isLlpError(e) ? e : new ConnectionAbortedError(`MPA startup failed: ${String(e)}`, { cause: e });
-}
-
-/** The address a peer's startups count under: IPv4-mapped IPv6 addresses as their IPv4 address. */
-function sourceOf(host: string): string {
-  return host.startsWith('::ffff:') && host.includes('.') ? host.slice(7) : host;
 }
 
 /** A pending startup; `cancel` ends it when the listener closes. */
@@ -52,8 +49,10 @@ interface Attempt {
 export class MpaTcpListener extends BaseLlpListener {
   readonly address: LlpAddress;
   private readonly attempts = new Set<Attempt>();
-  /** Startups in progress per source address (`maxPendingStartupsPerAddress`). */
+  /** Startups in progress per source (`maxPendingStartupsPerAddress`). */
   private readonly pendingBySource = new Map<string, number>();
+  /** Established connections per source (`maxConnectionsPerSource`). */
+  private readonly establishedBySource: SourceShares;
   private established = 0;
 
   constructor(
@@ -63,6 +62,7 @@ export class MpaTcpListener extends BaseLlpListener {
     private readonly options: ResolvedTransportOptions,
   ) {
     super();
+    this.establishedBySource = new SourceShares(options.maxConnectionsPerSource);
     const a = server.address();
     this.address = a && typeof a === 'object' ? { host: a.address, port: a.port } : { host: String(a) };
     server.on('connection', (socket: Socket) => this.onSocket(socket));
@@ -79,10 +79,14 @@ export class MpaTcpListener extends BaseLlpListener {
     for (const a of [...this.attempts]) a.cancel();
   }
 
-  /** Hands an established connection to the ULP and counts it until it closes. */
-  private emit(c: LlpConnection): void {
+  /** Hands an established connection to the ULP and counts it (and its source's place) until it closes. */
+  private emit(c: LlpConnection, source: string): void {
     this.established++;
-    c.closed$.subscribe(() => this.established--);
+    this.establishedBySource.take(source);
+    c.closed$.subscribe(() => {
+      this.established--;
+      this.establishedBySource.give(source);
+    });
     this.accept(c);
   }
 
@@ -100,8 +104,11 @@ export class MpaTcpListener extends BaseLlpListener {
     const remote: LlpAddress = { host: accepted.remoteAddress ?? '', port: accepted.remotePort ?? 0 };
     // Resource limits: a peer beyond them gets a reset, the ULP a typed error — never an unbounded queue.
     const o = this.options;
-    const source = sourceOf(accepted.remoteAddress ?? '');
+    const source = sourceKey(accepted.remoteAddress ?? '', o.ipv6SourcePrefix);
     const fromSource = this.pendingBySource.get(source) ?? 0;
+    const budget = o.memoryBudget;
+    const footprint = arenaFootprint(ARENA_INITIAL);
+    // A source's startups and established connections together stay within its share of connections.
     const which =
       this.attempts.size >= o.maxPendingStartups
         ? `${o.maxPendingStartups} MPA startups in progress`
@@ -109,7 +116,13 @@ export class MpaTcpListener extends BaseLlpListener {
           ? `${o.maxPendingStartupsPerAddress} MPA startups in progress from ${source}`
           : this.established >= o.maxConnections
             ? `${o.maxConnections} connections`
-            : undefined;
+            : this.establishedBySource.count(source) + fromSource >= o.maxConnectionsPerSource
+              ? `${o.maxConnectionsPerSource} connections from ${source}`
+              : !budget.fits(footprint, source)
+                ? budget.used + footprint > budget.limit
+                  ? `process memory budget ${budget.limit} octets, ${budget.used} held`
+                  : `memory share of ${source}, ${budget.sourceLimit} octets`
+                : undefined;
     if (which !== undefined) {
       accepted.resetAndDestroy();
       this.report(
@@ -121,6 +134,7 @@ export class MpaTcpListener extends BaseLlpListener {
     // The server accepts paused: the socket moves to one that reads into its own arena (socket-rx.ts).
     const rx = new SocketReceiver();
     const socket = adoptAccepted(accepted, rx, true);
+    rx.bind(socket, budget.reserve(footprint, source));
     socket.on('error', noop);
     socket.setNoDelay(this.options.noDelay);
     if (this.options.congestionControl !== undefined) {
@@ -262,7 +276,7 @@ export class MpaTcpListener extends BaseLlpListener {
       this.options.logger.debug('mpa.reply', { connection: c.id, remote, negotiated });
       if (negotiated.rtr === false) {
         finish();
-        this.emit(c);
+        this.emit(c, source);
         return;
       }
       // RFC 6581: the Responder is established once the Initiator's RTR has arrived.
@@ -276,7 +290,7 @@ export class MpaTcpListener extends BaseLlpListener {
         if (phase === 'done') return;
         finish();
         sub.unsubscribe();
-        this.emit(c);
+        this.emit(c, source);
       });
     };
 

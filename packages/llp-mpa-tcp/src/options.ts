@@ -1,7 +1,14 @@
 /**
  * Options of the MPA/TCP transport and the policy choices behind their defaults (see README "Policies").
  */
-import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
+import {
+  DEFAULT_IPV6_SOURCE_PREFIX,
+  InvalidArgumentError,
+  type LlpLogger,
+  type MemoryBudget,
+  processMemoryBudget,
+  silentLogger,
+} from '@rddp/llp';
 import { congestionControlOption } from './congestion.js';
 import { INLINE_DEFAULT, INLINE_MAX, type MarkerFraming } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
@@ -13,6 +20,12 @@ export const DEFAULT_HIGH_WATER_MARK = 4 << 20;
  * `@rddp/writev`, or `directSend: false`): its FPDUs are many small chunks.
  */
 export const MARKERS_HIGH_WATER_MARK = 1 << 20;
+
+/**
+ * `idleTimeoutMs`'s default: 5 minutes. Idle queue pairs are normal in RDMA, so it is long; but a
+ * connection nobody uses is a place and a receive arena a peer can keep forever, so it is not off.
+ */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
 /** Most a 16-bit ULPDU_Length can say (RFC 5044 §4.1): the ceiling of `maxUlpduLength`. */
 export const ULPDU_LENGTH_FIELD_MAX = 0xffff;
@@ -82,7 +95,7 @@ export interface MpaTcpOptions {
   readonly keepAliveMs?: number;
   /**
    * Established connections: reset one that has neither received nor sent an octet for this many ms
-   * (`LlpTimeoutError` on `closed$`). Default 0: off — idle queue pairs are normal in RDMA.
+   * (`LlpTimeoutError` on `closed$`). Default `DEFAULT_IDLE_TIMEOUT_MS` (5 min); 0 turns it off.
    */
   readonly idleTimeoutMs?: number;
   /**
@@ -117,10 +130,21 @@ export interface MpaTcpOptions {
   /** Listener: most MPA startups in progress at once (slow or idle peers); more are reset (default 256). */
   readonly maxPendingStartups?: number;
   /**
-   * Listener: most MPA startups in progress at once from one source address (default 16), so that one
-   * slow or idle peer cannot hold all of `maxPendingStartups`; more from that address are reset.
+   * Listener: most MPA startups in progress at once from one source (default 16), so that one slow or
+   * idle peer cannot hold all of `maxPendingStartups`; more from that source are reset. A source is an
+   * IPv4 address or an IPv6 prefix (`ipv6SourcePrefix`).
    */
   readonly maxPendingStartupsPerAddress?: number;
+  /** Listener: most established connections from one source (default 1024, a quarter of `maxConnections`'s default). */
+  readonly maxConnectionsPerSource?: number;
+  /** IPv6 prefix length one source is counted by (default 64; 128 counts every address apart). */
+  readonly ipv6SourcePrefix?: number;
+  /**
+   * The memory budget receive arenas are reserved from (default: the process's, `processMemoryBudget()`).
+   * A connection whose first arena does not fit is refused (reset); a grown arena that does not fit is
+   * not grown.
+   */
+  readonly memoryBudget?: MemoryBudget;
   readonly logger?: LlpLogger;
 }
 
@@ -146,6 +170,9 @@ export interface ResolvedTransportOptions {
   readonly maxConnections: number;
   readonly maxPendingStartups: number;
   readonly maxPendingStartupsPerAddress: number;
+  readonly maxConnectionsPerSource: number;
+  readonly ipv6SourcePrefix: number;
+  readonly memoryBudget: MemoryBudget;
   readonly logger: LlpLogger;
 }
 
@@ -188,6 +215,13 @@ function positive(name: string, v: unknown, fallback: number): number {
   return v;
 }
 
+function prefix(v: unknown): number {
+  if (v === undefined) return DEFAULT_IPV6_SOURCE_PREFIX;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 128)
+    throw new InvalidArgumentError(`ipv6SourcePrefix must be an integer 0..128, got ${String(v)}`);
+  return v;
+}
+
 function flag(name: string, v: unknown): boolean {
   if (v === undefined) return false;
   if (typeof v !== 'boolean') throw new InvalidArgumentError(`${name} must be a boolean, got ${String(v)}`);
@@ -212,7 +246,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     directSend:
       o.directSend === undefined ? process.env.RDDP_MPA_DIRECT_SEND !== '0' : flag('directSend', o.directSend),
     keepAliveMs: nonNegative('keepAliveMs', o.keepAliveMs, 60_000),
-    idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, 0),
+    idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS),
     fpduTimeoutMs: nonNegative('fpduTimeoutMs', o.fpduTimeoutMs, 30_000),
     maxUlpduLength: maxUlpduLength(o.maxUlpduLength),
     tolerateEarlyResponderFpdu: flag('tolerateEarlyResponderFpdu', o.tolerateEarlyResponderFpdu),
@@ -221,6 +255,9 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     maxConnections: positive('maxConnections', o.maxConnections, 4096),
     maxPendingStartups: positive('maxPendingStartups', o.maxPendingStartups, 256),
     maxPendingStartupsPerAddress: count('maxPendingStartupsPerAddress', o.maxPendingStartupsPerAddress, 16),
+    maxConnectionsPerSource: count('maxConnectionsPerSource', o.maxConnectionsPerSource, 1024),
+    ipv6SourcePrefix: prefix(o.ipv6SourcePrefix),
+    memoryBudget: o.memoryBudget ?? processMemoryBudget(),
     logger: o.logger ?? silentLogger,
   };
 }

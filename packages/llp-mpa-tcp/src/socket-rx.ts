@@ -17,6 +17,7 @@
  * whole in one read and take the reader's fast path) and start small, so an idle connection holds 64 KiB.
  */
 import net from 'node:net';
+import type { MemoryReservation } from '@rddp/llp';
 
 /** Receives one read's octets; the view is valid only during the call (the arena is read into again). */
 export type ChunkHandler = (chunk: Buffer) => void;
@@ -29,6 +30,49 @@ export const ARENA_INITIAL = 64 * 1024;
 export const ARENA_MAX = 1024 * 1024;
 /** Consecutive reads that fill their whole view before the next arena is twice the size. */
 const GROW_AFTER = 4;
+/** A grown arena with no read for this long (and nothing held) is given back for a 64 KiB one. */
+export const IDLE_SHRINK_MS = 1000;
+
+/**
+ * Octets a receiver reserves from the process budget for an arena of `size`: the arena and one earlier
+ * arena a partial FPDU may still pin (docs/SECURITY.md, "receive buffers per connection").
+ */
+export function arenaFootprint(size: number): number {
+  return 2 * size;
+}
+
+/** Receivers with a bound socket, swept for idle grown arenas. */
+const live = new Set<SocketReceiver>();
+let sweeper: ReturnType<typeof setInterval> | undefined;
+
+function sweep(): void {
+  for (const r of live) r.shrinkIfIdle();
+}
+
+function track(r: SocketReceiver): void {
+  live.add(r);
+  if (sweeper === undefined) {
+    sweeper = setInterval(sweep, IDLE_SHRINK_MS);
+    sweeper.unref();
+  }
+}
+
+function untrack(r: SocketReceiver): void {
+  live.delete(r);
+  if (live.size === 0 && sweeper !== undefined) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
+
+/** Node's slot for a socket's current user read buffer (`onread`), found once per socket. */
+function bufferSlot(socket: net.Socket): symbol | undefined {
+  return Object.getOwnPropertySymbols(socket).find((k) => k.description === 'kBuffer');
+}
+
+interface UserBufferHandle {
+  useUserBuffer?: (buf: Uint8Array) => void;
+}
 
 const nothingHeld: HeldProbe = () => undefined;
 /** A handler that ignores what is read (between a failed startup and the socket's end). */
@@ -44,6 +88,10 @@ export class SocketReceiver {
   /** Reads so far, and arenas taken (for tests and `--debug`). */
   reads = 0;
   arenas = 0;
+  /** Grown arenas given back while idle (for tests and `--debug`). */
+  shrinks = 0;
+  /** Growth refused by the memory budget. */
+  growthRefused = 0;
   /** Taken when Node first asks for a read buffer (a socket fed from `'data'` never takes one). */
   private arena: Buffer | undefined;
   /** Where the last read went in `arena`, and where it ended. */
@@ -51,6 +99,11 @@ export class SocketReceiver {
   private writeEnd = 0;
   private size: number;
   private fullReads = 0;
+  /** The view Node reads into next. */
+  private current: Buffer | undefined;
+  private socket: net.Socket | undefined;
+  private reservation: MemoryReservation | undefined;
+  private readsAtSweep = -1;
 
   /** Node's `onread` option for a socket that reads through this receiver. */
   readonly onread: net.OnReadOpts = {
@@ -67,18 +120,64 @@ export class SocketReceiver {
     return this.arena?.byteLength ?? 0;
   }
 
+  /**
+   * Ties the receiver to its socket and its share of the process budget: arenas grow only as far as
+   * `reservation` can, a grown arena is given back while idle, and the reservation is released when the
+   * socket closes.
+   */
+  bind(socket: net.Socket, reservation: MemoryReservation | undefined): void {
+    this.socket = socket;
+    this.reservation = reservation;
+    track(this);
+    socket.once('close', () => {
+      untrack(this);
+      this.reservation?.release();
+      this.reservation = undefined;
+      this.socket = undefined;
+    });
+  }
+
+  /**
+   * Called by the sweep every `IDLE_SHRINK_MS`: a grown arena that saw no read since the last sweep and
+   * holds nothing the reader still needs is replaced by a 64 KiB one; Node's pending read buffer moves
+   * with it, so the old arena becomes garbage. Returns whether it shrank.
+   */
+  shrinkIfIdle(): boolean {
+    const idle = this.reads === this.readsAtSweep;
+    this.readsAtSweep = this.reads;
+    if (!idle || this.arenaSize <= ARENA_INITIAL || this.held() !== undefined) return false;
+    const socket = this.socket;
+    const handle = (socket as unknown as { _handle?: UserBufferHandle } | undefined)?._handle;
+    const slot = socket ? bufferSlot(socket) : undefined;
+    if (!socket || socket.destroyed || !handle?.useUserBuffer || slot === undefined) return false;
+    this.size = ARENA_INITIAL;
+    this.fullReads = 0;
+    this.arena = undefined;
+    const view = this.next();
+    handle.useUserBuffer(view);
+    (socket as unknown as Record<symbol, unknown>)[slot] = view;
+    this.reservation?.resize(arenaFootprint(ARENA_INITIAL));
+    this.shrinks++;
+    return true;
+  }
+
   private take(size: number): Buffer {
     this.arenas++;
     // Not from Node's shared pool: the arena is this connection's alone and lives as long as it does.
     return Buffer.allocUnsafeSlow(size);
   }
 
-  private read(n: number, view: Buffer): boolean {
+  private read(n: number, given: Buffer): boolean {
+    // The view handed out last (after an idle shrink Node's own record of it is replaced too).
+    const view = this.current ?? given;
     this.reads++;
     this.writeEnd = this.viewStart + n;
     if (n === view.byteLength && n === this.arenaSize >>> 2) {
       if (++this.fullReads >= GROW_AFTER && this.size < ARENA_MAX) {
-        this.size = Math.min(ARENA_MAX, this.size * 2);
+        const next = Math.min(ARENA_MAX, this.size * 2);
+        // Growth is an optimization: without room in the budget the arena stays as it is.
+        if (this.reservation === undefined || this.reservation.resize(arenaFootprint(next))) this.size = next;
+        else this.growthRefused++;
         this.fullReads = 0;
       }
     } else this.fullReads = 0;
@@ -88,6 +187,12 @@ export class SocketReceiver {
 
   /** The view the next read goes into: the ring's free part after what the consumer still holds. */
   private next(): Buffer {
+    const v = this.place();
+    this.current = v;
+    return v;
+  }
+
+  private place(): Buffer {
     const oldest = this.held();
     let arena = this.arena;
     if (arena === undefined || arena.byteLength < this.size) {

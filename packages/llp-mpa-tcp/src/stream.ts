@@ -261,9 +261,21 @@ export class MpaTcpStream extends BaseLlpStream {
    * How the socket has been read: reads into receive arenas, and arenas taken for them (socket-rx.ts; a
    * few per connection, however many reads; none where the socket is read from `'data'`).
    */
-  get readStats(): { readonly reads: number; readonly arenas: number; readonly arenaSize: number } {
+  get readStats(): {
+    readonly reads: number;
+    readonly arenas: number;
+    readonly arenaSize: number;
+    readonly shrinks: number;
+    readonly growthRefused: number;
+  } {
     const rx = this.rx;
-    return { reads: rx.reads, arenas: rx.arenas, arenaSize: rx.arenaSize };
+    return {
+      reads: rx.reads,
+      arenas: rx.arenas,
+      arenaSize: rx.arenaSize,
+      shrinks: rx.shrinks,
+      growthRefused: rx.growthRefused,
+    };
   }
 
   /**

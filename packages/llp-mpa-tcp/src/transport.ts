@@ -19,6 +19,8 @@ import {
   type LlpError,
   type LlpListenOptions,
   LlpTimeoutError,
+  ResourceLimitError,
+  sourceKey,
   throwIfAborted,
 } from '@rddp/llp';
 import { applyCongestionControl } from './congestion.js';
@@ -29,7 +31,7 @@ import { FrameCollector } from './handshake.js';
 import { MpaTcpListener } from './listener.js';
 import { buildRequest, evaluateReply, resolveParams } from './negotiation.js';
 import { type MpaTcpOptions, type ResolvedTransportOptions, resolveTransportOptions } from './options.js';
-import { dropChunk, SocketReceiver } from './socket-rx.js';
+import { ARENA_INITIAL, arenaFootprint, dropChunk, SocketReceiver } from './socket-rx.js';
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};
@@ -82,10 +84,20 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
     const signal = options.signal;
     const host = address.host ?? 'localhost';
     const port = address.port ?? 0;
+    // The first arena comes out of the memory budget, counted against the peer connected to.
+    const reservation = o.memoryBudget.reserve(arenaFootprint(ARENA_INITIAL), sourceKey(host, o.ipv6SourcePrefix));
+    if (reservation === undefined)
+      return Promise.reject(
+        new ResourceLimitError(
+          `memory budget ${o.memoryBudget.limit} octets, ${o.memoryBudget.used} held`,
+          `connection to ${host}:${port}`,
+        ),
+      );
     return new Promise<MpaTcpConnection>((resolve, reject) => {
       // Reads go into the connection's own arena (socket-rx.ts), not a fresh buffer per read.
       const rx = new SocketReceiver();
       const socket = net.connect({ host, port, allowHalfOpen: true, noDelay: o.noDelay, onread: rx.onread });
+      rx.bind(socket, reservation);
       socket.on('error', noop);
       const collector = new FrameCollector('reply');
       let settled = false;
