@@ -55,6 +55,8 @@ export interface ConnectionTuning {
   readonly shutdownTimeoutMs: number;
   readonly closeTimeoutMs: number;
   readonly deadPeerTimeoutMs: number;
+  /** No user message either way for this long: abort (0 = never). */
+  readonly idleTimeoutMs: number;
   /** RTO.Initial, RTO.Min, RTO.Max for the association (RFC 4960 §15). */
   readonly rto: RtoParameters;
   /** The stream scheduler (RFC 8260 §3). */
@@ -73,6 +75,7 @@ export function connectionTuning(o: ResolvedOptions, pmtu: number): ConnectionTu
     shutdownTimeoutMs: o.shutdownTimeoutMs,
     closeTimeoutMs: o.closeTimeoutMs,
     deadPeerTimeoutMs: o.deadPeerTimeoutMs,
+    idleTimeoutMs: o.idleTimeoutMs,
     rto: o.rto,
     scheduler: o.scheduler,
   };
@@ -125,6 +128,8 @@ export class SctpConnection implements LlpConnection, StreamHost {
   private sessionWaiter: Waiter<Uint8Array> | undefined;
   private pendingFailure: LlpError | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** User messages received or queued (for `idleTimeoutMs`). */
+  private activity = 0;
 
   constructor(config: ConnectionConfig) {
     this.config = config;
@@ -285,6 +290,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
       mulpdu,
       peerRwnd: a.peer_rwnd,
     });
+    this.watchIdle();
     const w = this.upWaiter;
     this.upWaiter = undefined;
     w?.resolve();
@@ -295,6 +301,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
   private onData(streamId: number): void {
     const m = this.association.RECEIVE();
     if (!m || this.phase === 'ended') return;
+    this.activity++;
     const stream = this.streams[streamId];
     if (!stream) {
       // RFC 4960 §6.5: report "Invalid Stream Identifier" and discard (the package does not check).
@@ -401,6 +408,7 @@ export class SctpConnection implements LlpConnection, StreamHost {
       item.done?.(new StreamClosedError('the association is not up'));
       return;
     }
+    this.activity++;
     this.queue.push(item);
   }
 
@@ -539,6 +547,28 @@ export class SctpConnection implements LlpConnection, StreamHost {
   private sendControl(streamId: number, fn: SessionFunction, privateData?: Uint8Array): void {
     const data = encodeSessionControl(fn, privateData);
     this.enqueue({ streamId, ppid: PPID_DDP_STREAM_SESSION_CONTROL, data, length: data.length });
+  }
+
+  /** `idleTimeoutMs`: checked every half of it; no user message for a whole of it ends the connection. */
+  private watchIdle(): void {
+    const idle = this.tuning.idleTimeoutMs;
+    if (idle <= 0) return;
+    const step = Math.max(1, Math.floor(idle / 2));
+    let seen = this.activity;
+    let quiet = 0;
+    const check = () => {
+      if (this.phase === 'ended') return;
+      if (this.activity !== seen || (this.queue?.pending ?? 0) > 0) {
+        seen = this.activity;
+        quiet = 0;
+      } else quiet += step;
+      if (quiet >= idle) {
+        this.fail(new LlpTimeoutError(`no user message received or sent for ${idle} ms (idleTimeoutMs)`));
+        return;
+      }
+      this.arm(step, check);
+    };
+    this.arm(step, check);
   }
 
   private arm(ms: number, fn: () => void): void {

@@ -23,6 +23,10 @@ import {
   type LlpListenOptions,
   LlpProtocolError,
   LlpTimeoutError,
+  type MemoryReservation,
+  ResourceLimitError,
+  SourceShares,
+  sourceKey,
 } from '@rddp/llp';
 import { connectionTuning, SctpConnection } from './connection.js';
 import { verifySctpChecksum } from './crc32c.js';
@@ -41,6 +45,8 @@ import {
 
 interface PeerState {
   readonly key: string;
+  /** What its places count under (`sourceKey`: IPv4 address or IPv6 prefix). */
+  readonly source: string;
   readonly path: PeerPath;
   readonly connections: Set<SctpConnection>;
 }
@@ -57,6 +63,8 @@ export interface OutOfTheBlueDiscards {
   badCookie: number;
   /** A valid COOKIE ECHO while `maxPendingPeers` peers had state. */
   overLimit: number;
+  /** A valid COOKIE ECHO while its source had `maxPendingPeersPerSource` peers with state. */
+  overSourceLimit: number;
 }
 
 let nextId = 0;
@@ -78,7 +86,12 @@ export class SctpListener extends BaseLlpListener {
     notInit: 0,
     badCookie: 0,
     overLimit: 0,
+    overSourceLimit: 0,
   };
+  /** Peers with state per source (`maxPendingPeersPerSource`). */
+  private readonly peersBySource: SourceShares;
+  /** Associations per source (`maxAssociationsPerSource`), and in all. */
+  private readonly associationsBySource: SourceShares;
   /** The endpoint that answers INITs for every source; it never holds an association. */
   private readonly stateless: PeerPath;
   /** The source of the packet `stateless` is handling (it answers synchronously). */
@@ -93,6 +106,8 @@ export class SctpListener extends BaseLlpListener {
     private readonly listen: LlpListenOptions,
   ) {
     super();
+    this.peersBySource = new SourceShares(options.maxPendingPeersPerSource);
+    this.associationsBySource = new SourceShares(options.maxAssociationsPerSource);
     this.address = { host: wire.localHost, port: wire.localPort };
     this.stateless = new PeerPath(
       (packet, cb) => {
@@ -213,7 +228,12 @@ export class SctpListener extends BaseLlpListener {
       this.discards.overLimit++;
       return;
     }
-    const state = this.addPeer(key, peer, cookieKey, previousKey);
+    const source = sourceKey(peer.host, this.options.ipv6SourcePrefix);
+    if (!this.peersBySource.allows(source)) {
+      this.discards.overSourceLimit++;
+      return;
+    }
+    const state = this.addPeer(key, source, peer, cookieKey, previousKey);
     state.path.socket.receive(packet);
     if (state.connections.size === 0) this.dropPeer(state);
   }
@@ -235,7 +255,13 @@ export class SctpListener extends BaseLlpListener {
     }
   }
 
-  private addPeer(key: string, peer: PeerAddress, cookieKey: Buffer, previousKey: Buffer | null): PeerState {
+  private addPeer(
+    key: string,
+    source: string,
+    peer: PeerAddress,
+    cookieKey: Buffer,
+    previousKey: Buffer | null,
+  ): PeerState {
     const path = new PeerPath(
       (packet, cb) => this.wire.send(packet, peer, cb),
       peer,
@@ -254,9 +280,10 @@ export class SctpListener extends BaseLlpListener {
     );
     setCookieSecret(path.endpoint, cookieKey, previousKey);
     path.socket.tap = this.options.trace;
-    const state: PeerState = { key, path, connections: new Set() };
+    const state: PeerState = { key, source, path, connections: new Set() };
     path.endpoint.on('association', (association: PkgAssociation) => this.onAssociation(state, association));
     this.peers.set(key, state);
+    this.peersBySource.take(source);
     return state;
   }
 
@@ -274,6 +301,26 @@ export class SctpListener extends BaseLlpListener {
   }
 
   private onAssociation(state: PeerState, association: PkgAssociation): void {
+    // Places and octets: the listener's associations, the source's share of them, and the receive
+    // window out of the memory budget. Beyond any of them the association gets an ABORT at once.
+    const o = this.options;
+    const budget = o.memoryBudget;
+    const limit =
+      this.associationsBySource.size >= o.maxAssociations
+        ? `${o.maxAssociations} associations`
+        : !this.associationsBySource.allows(state.source)
+          ? `${o.maxAssociationsPerSource} associations from ${state.source}`
+          : undefined;
+    const reservation: MemoryReservation | undefined =
+      limit === undefined ? budget.reserve(this.aRwnd, state.source) : undefined;
+    const refusal =
+      limit ??
+      (reservation === undefined
+        ? budget.used + this.aRwnd > budget.limit
+          ? `process memory budget ${budget.limit} octets, ${budget.used} held`
+          : `memory share of ${state.source}, ${budget.sourceLimit} octets`
+        : undefined);
+    if (refusal === undefined) this.associationsBySource.take(state.source);
     const conn: SctpConnection = new SctpConnection({
       id: `sctp-r${++nextId}`,
       role: 'responder',
@@ -292,19 +339,29 @@ export class SctpListener extends BaseLlpListener {
       logger: this.options.logger,
       onEnded: () => {
         state.connections.delete(conn);
+        if (refusal === undefined) this.associationsBySource.give(state.source);
+        reservation?.release();
         if (state.connections.size === 0) this.dropPeer(state);
         this.maybeCloseWire();
       },
     });
     state.connections.add(conn);
+    const refused =
+      refusal === undefined
+        ? undefined
+        : new ResourceLimitError(
+            `listener: ${refusal}`,
+            `an association from ${state.path.peer.host}:${state.path.peer.port}`,
+          );
     if (this.closed) {
       conn.fail(new InvalidArgumentError('the listener is closed'));
       return;
     }
-    void this.handshake(conn);
+    void this.handshake(conn, refused);
   }
 
-  private async handshake(conn: SctpConnection): Promise<void> {
+  /** Session setup (RFC 5043); `refused`: the association is aborted as soon as it is up (its COOKIE ACK out). */
+  private async handshake(conn: SctpConnection, refused?: LlpError): Promise<void> {
     const timer = setTimeout(
       () =>
         conn.fail(new LlpTimeoutError(`no Session Initiate within ${this.options.handshakeTimeoutMs} ms (RFC 5043)`)),
@@ -313,6 +370,7 @@ export class SctpListener extends BaseLlpListener {
     timer.unref();
     try {
       await conn.associated();
+      if (refused) throw refused;
       const remotePrivateData = await conn.sessionRequest();
       const decide = this.listen.onConnectRequest;
       const decision: LlpConnectDecision = decide
@@ -340,7 +398,10 @@ export class SctpListener extends BaseLlpListener {
   }
 
   private dropPeer(state: PeerState): void {
-    if (this.peers.get(state.key) === state) this.peers.delete(state.key);
+    if (this.peers.get(state.key) === state) {
+      this.peers.delete(state.key);
+      this.peersBySource.give(state.source);
+    }
     state.path.destroy();
   }
 

@@ -7,7 +7,14 @@
  */
 
 import { readFileSync } from 'node:fs';
-import { InvalidArgumentError, type LlpLogger, silentLogger } from '@rddp/llp';
+import {
+  DEFAULT_IPV6_SOURCE_PREFIX,
+  InvalidArgumentError,
+  type LlpLogger,
+  type MemoryBudget,
+  processMemoryBudget,
+  silentLogger,
+} from '@rddp/llp';
 import { MIN_MULPDU } from './connection.js';
 import type { StreamSchedulerName } from './pkg.js';
 import { linkMtuTowards, sctpPacketSize } from './pmtu.js';
@@ -77,6 +84,24 @@ export interface SctpTransportOptions {
    * limit a COOKIE ECHO is discarded and the peer retries it on its T1-cookie timer.
    */
   readonly maxPendingPeers?: number;
+  /** Most peers with state from one source (default 256, a quarter of `maxPendingPeers`'s default). */
+  readonly maxPendingPeersPerSource?: number;
+  /** Most associations a listener serves at once (default 4096); more get an ABORT. */
+  readonly maxAssociations?: number;
+  /** Most associations from one source (default 1024, a quarter of `maxAssociations`'s default). */
+  readonly maxAssociationsPerSource?: number;
+  /** IPv6 prefix length one source is counted by (default 64; 128 counts every address apart). */
+  readonly ipv6SourcePrefix?: number;
+  /**
+   * An association with no user message received or sent for this long is aborted (`LlpTimeoutError`).
+   * Default 300000 (5 min); 0 turns it off. HEARTBEATs keep a path verified, not an association in use.
+   */
+  readonly idleTimeoutMs?: number;
+  /**
+   * The budget each association's receive window is reserved from (default: the process's,
+   * `processMemoryBudget()`); an association whose window does not fit is aborted at once.
+   */
+  readonly memoryBudget?: MemoryBudget;
   readonly logger?: LlpLogger;
   /** Sees every SCTP packet (as on the wire, after the adaptation shim), for debugging and tests. */
   readonly trace?: PacketTrace;
@@ -103,6 +128,12 @@ export interface ResolvedOptions {
   readonly deadPeerTimeoutMs: number;
   readonly rto: RtoParameters;
   readonly maxPendingPeers: number;
+  readonly maxPendingPeersPerSource: number;
+  readonly maxAssociations: number;
+  readonly maxAssociationsPerSource: number;
+  readonly ipv6SourcePrefix: number;
+  readonly idleTimeoutMs: number;
+  readonly memoryBudget: MemoryBudget;
   readonly logger: LlpLogger;
   readonly trace: PacketTrace | undefined;
 }
@@ -163,6 +194,12 @@ export function resolveOptions(o: SctpTransportOptions = {}): ResolvedOptions {
     deadPeerTimeoutMs: int('deadPeerTimeoutMs', o.deadPeerTimeoutMs, 30_000, 0, 3_600_000),
     rto,
     maxPendingPeers: int('maxPendingPeers', o.maxPendingPeers, 1024, 1, 1_000_000),
+    maxPendingPeersPerSource: int('maxPendingPeersPerSource', o.maxPendingPeersPerSource, 256, 1, 1_000_000),
+    maxAssociations: int('maxAssociations', o.maxAssociations, 4096, 1, 1_000_000),
+    maxAssociationsPerSource: int('maxAssociationsPerSource', o.maxAssociationsPerSource, 1024, 1, 1_000_000),
+    ipv6SourcePrefix: int('ipv6SourcePrefix', o.ipv6SourcePrefix, DEFAULT_IPV6_SOURCE_PREFIX, 0, 128),
+    idleTimeoutMs: int('idleTimeoutMs', o.idleTimeoutMs, 300_000, 0, 2 ** 31 - 1),
+    memoryBudget: o.memoryBudget ?? processMemoryBudget(),
     logger: o.logger ?? silentLogger,
     trace: o.trace,
   };

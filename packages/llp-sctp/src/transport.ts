@@ -19,6 +19,8 @@ import {
   type LlpListenOptions,
   LlpProtocolError,
   LlpTimeoutError,
+  ResourceLimitError,
+  sourceKey,
   throwIfAborted,
 } from '@rddp/llp';
 import { connectionTuning, SctpConnection } from './connection.js';
@@ -62,6 +64,13 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
     const streams = checkStreamCount(options.streams ?? 1, o.maxStreams);
     const privateData = checkPrivateData(options.privateData, o.maxPrivateData);
     const peer: PeerAddress = { host: address.host ?? '127.0.0.1', port: checkConnectPort(address.port) };
+    // The receive window (what the peer may make this side hold) comes out of the memory budget.
+    const reservation = o.memoryBudget.reserve(o.receiveWindow, sourceKey(peer.host, o.ipv6SourcePrefix));
+    if (reservation === undefined)
+      throw new ResourceLimitError(
+        `memory budget ${o.memoryBudget.limit} octets, ${o.memoryBudget.used} held`,
+        `an association with ${peer.host}:${peer.port} (receive window ${o.receiveWindow})`,
+      );
 
     let conn: SctpConnection | undefined;
     let early: LlpError | undefined;
@@ -85,6 +94,7 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
       });
     } catch (e) {
       options.signal?.removeEventListener('abort', onAbort);
+      reservation.release();
       throw e;
     }
     const aRwnd = windowFor(o, wire.recvBufferSize);
@@ -104,6 +114,7 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
     } catch (e) {
       wire.close();
       options.signal?.removeEventListener('abort', onAbort);
+      reservation.release();
       throw e;
     }
     const livePath = path;
@@ -128,6 +139,7 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
       onEnded: () => {
         livePath.destroy();
         wire.close();
+        reservation.release();
       },
     });
     const live = conn;
