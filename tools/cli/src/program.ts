@@ -11,6 +11,7 @@ import { registerPerf } from './commands/perf.js';
 import { registerRping } from './commands/rping.js';
 import { registerSctpExperiment } from './commands/sctp-experiment.js';
 import { registerSoak } from './commands/soak.js';
+import { addResourceFlags } from './resources.js';
 
 /** The @rddp/tools version `rddp --version` prints (package.json sits next to src/ and dist/). */
 export const toolsVersion: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -41,5 +42,6 @@ export function buildProgram(): Command {
   registerAttack(program);
   registerConformance(program);
   registerDissect(program);
+  addResourceFlags(program);
   return program;
 }

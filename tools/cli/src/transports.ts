@@ -16,6 +16,7 @@ import {
 import { sctpModule } from '@rddp/llp-sctp';
 import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
 import { parseFaults } from './faults.js';
+import { toolIdleTimeoutMs } from './resources.js';
 
 export interface TransportFlags {
   transport: string;
@@ -119,6 +120,7 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
       ...(f.markerFraming !== undefined ? { markerFraming: f.markerFraming as MarkerFraming } : {}),
       ...(f.sendPath !== undefined ? { directSend: f.sendPath === 'direct' } : {}),
       ...(f.congestion !== undefined ? { congestionControl: f.congestion } : {}),
+      ...idleTimeout(),
     }),
     options: {
       connectParams: params,
@@ -157,6 +159,12 @@ function sctpOnly(f: TransportFlags): void {
     throw new UsageError('--sctp-interleaving, --sctp-scheduler and --sctp-rto-min apply to --transport sctp only');
 }
 
+/** `--idle-timeout` for the transport's options (absent: the transport's default). */
+function idleTimeout(): { idleTimeoutMs?: number } {
+  const ms = toolIdleTimeoutMs();
+  return ms === undefined ? {} : { idleTimeoutMs: ms };
+}
+
 /** RFC 5043 over @rddp/sctp, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */
 function sctpPlugin(f: TransportFlags): ToolPlugin {
   tcpOnly(f);
@@ -167,6 +175,7 @@ function sctpPlugin(f: TransportFlags): ToolPlugin {
       interleaving: f.sctpInterleaving ?? false,
       ...(scheduler ? { scheduler } : {}),
       ...(f.sctpRtoMin !== undefined ? { rtoMinMs: Number(f.sctpRtoMin) } : {}),
+      ...idleTimeout(),
     }),
     options: { profile: 'ietf' },
   };
