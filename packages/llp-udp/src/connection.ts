@@ -13,6 +13,7 @@ import {
   type LlpError,
   type LlpSetupInfo,
   LlpTimeoutError,
+  type MemoryReservation,
   type SendCallback,
 } from '@rddp/llp';
 import type { Endpoint, Peer, SocketStats } from './endpoint.js';
@@ -30,6 +31,24 @@ import {
 
 let nextId = 1;
 
+/**
+ * What the process's memory budget is charged for a connection when it is made (docs/SECURITY.md "Resource
+ * limits"): the JavaScript heap its objects take, rounded up from a measurement (Node 20, x64, responder
+ * side: ≈ 6.4 kB per connection — the connection, its timers, closures and the listener's record of it —
+ * and ≈ 810 octets per stream). Datagrams held for a paused reader (at most 2 × receiveWindow per stream)
+ * are charged as they are held, not up front: a 256-stream connection with a window of 64 could hold
+ * 256 × 128 × 1.4 kB = 46 MB, which it does only when the ULP stops reading and the peer ignores the window.
+ * Not charged: the one ULPDU per stream BaseLlpStream copies while no receiver is set, and the listener
+ * socket's kernel buffer (`receiveBufferSize`, one per socket, not per peer).
+ */
+export const CONNECTION_STATE_OCTETS = 8192;
+export const STREAM_STATE_OCTETS = 1024;
+
+/** What the memory budget is charged for a connection of `streams` streams when it is made. */
+export function connectionStateOctets(streams: number): number {
+  return CONNECTION_STATE_OCTETS + streams * STREAM_STATE_OCTETS;
+}
+
 export interface UdpConnectionInit {
   readonly role: 'initiator' | 'responder';
   readonly endpoint: Endpoint;
@@ -46,6 +65,12 @@ export interface UdpConnectionInit {
   readonly capabilities: LlpCapabilities;
   readonly localAddress: LlpAddress;
   readonly setup: LlpSetupInfo;
+  /**
+   * The connection's share of the process's memory budget, taken under the peer's source before it was made
+   * (`connectionStateOctets`); it grows by what streams hold for a paused reader, and is released with the
+   * connection.
+   */
+  readonly reservation: MemoryReservation;
   /** Called once the connection has ended and lingered: it no longer uses the socket. */
   readonly onReleased?: () => void;
 }
@@ -60,6 +85,8 @@ export interface UdpConnectionStats {
   missingCrc: number;
   /** Datagrams naming a stream this connection does not have: dropped. */
   badStream: number;
+  /** Octets of the process's memory budget the connection holds now (0 once released). */
+  reservedOctets: number;
   readonly socket: SocketStats;
 }
 
@@ -76,6 +103,7 @@ export class UdpConnection extends BaseLlpConnection<UdpStream> {
   private released = false;
   private readonly lingerMs: number;
   private readonly onReleased: (() => void) | undefined;
+  private readonly reservation: MemoryReservation;
   private readonly counters = { datagramsSent: 0, datagramsReceived: 0, wrongSource: 0, missingCrc: 0, badStream: 0 };
   // Idle expiry: flags set per datagram, looked at every keepaliveMs (no clock read on the data path).
   private readonly idleTimer: NodeJS.Timeout;
@@ -93,6 +121,8 @@ export class UdpConnection extends BaseLlpConnection<UdpStream> {
     this.peer = init.peer;
     this.crc = init.crc;
     this.onReleased = init.onReleased;
+    const reservation = init.reservation;
+    this.reservation = reservation;
     const o = init.options;
     this.lingerMs = o.lingerMs;
     const endpoint = this.endpoint;
@@ -101,6 +131,8 @@ export class UdpConnection extends BaseLlpConnection<UdpStream> {
       closeTimeoutMs: o.closeTimeoutMs,
       peerWindow: init.peerWindow,
       holdLimit: 2 * o.receiveWindow,
+      hold: (octets) => reservation.resize(reservation.octets + octets),
+      unhold: (octets) => void reservation.resize(Math.max(0, reservation.octets - octets)),
       sendData: (s, seq, parts, done) => this.sendData(s, seq, parts, done),
       sendAck: (s, seq) => this.control(DatagramType.Ack, s, seq),
       sendProbe: (s, seq) => this.control(DatagramType.Probe, s, seq),
@@ -127,7 +159,7 @@ export class UdpConnection extends BaseLlpConnection<UdpStream> {
   }
 
   get stats(): UdpConnectionStats {
-    return { ...this.counters, socket: { ...this.endpoint.stats } };
+    return { ...this.counters, reservedOctets: this.reservation.octets, socket: { ...this.endpoint.stats } };
   }
 
   /** Abortive teardown of every stream: one ABORT datagram (Stream id 0xffff), best effort. */
@@ -261,6 +293,7 @@ export class UdpConnection extends BaseLlpConnection<UdpStream> {
     this.released = true;
     this.endpoint.unregister(this.localId);
     this.endpoint.release();
+    this.reservation.release();
     this.onReleased?.();
   }
 }

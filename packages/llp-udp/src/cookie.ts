@@ -11,9 +11,16 @@ import type { Peer } from './endpoint.js';
 import { COOKIE_LENGTH, COOKIE_MAC_LENGTH, COOKIE_TIMESTAMP_LENGTH } from './wire.js';
 
 const TWO_32 = 0x1_0000_0000;
+const FORGED: CookieVerdict = { check: 'forged', issued: -1 };
 
 /** What a COOKIE_ECHO's cookie turned out to be. */
 export type CookieCheck = 'valid' | 'stale' | 'forged';
+
+/** A checked cookie: what it is and, when authentic, when it was issued (on `CookieJar.now()`'s clock). */
+export interface CookieVerdict {
+  readonly check: CookieCheck;
+  readonly issued: number;
+}
 
 export class CookieJar {
   private readonly secret = randomBytes(32);
@@ -34,19 +41,20 @@ export class CookieJar {
    * Checks an echoed cookie against the echo's sender, connection id and setup body. The issue time is the
    * latest one with the cookie's 32 timestamp bits, so a cookie older than 2^32 ms does not authenticate.
    */
-  check(cookie: Uint8Array, from: Peer, initiatorId: number, setup: Uint8Array): CookieCheck {
-    if (cookie.byteLength !== COOKIE_LENGTH) return 'forged';
+  check(cookie: Uint8Array, from: Peer, initiatorId: number, setup: Uint8Array): CookieVerdict {
+    if (cookie.byteLength !== COOKIE_LENGTH) return FORGED;
     const now = this.now();
     const stamp = Buffer.from(cookie.buffer, cookie.byteOffset, COOKIE_LENGTH).readUInt32BE(0);
     const age = ((now % TWO_32) - stamp + TWO_32) % TWO_32;
     const issued = now - age;
-    if (issued < 0) return 'forged';
+    if (issued < 0) return FORGED;
     const expected = this.mac(issued, from, initiatorId, setup).subarray(0, COOKIE_MAC_LENGTH);
-    if (!timingSafeEqual(expected, cookie.subarray(COOKIE_TIMESTAMP_LENGTH))) return 'forged';
-    return age > this.lifetimeMs ? 'stale' : 'valid';
+    if (!timingSafeEqual(expected, cookie.subarray(COOKIE_TIMESTAMP_LENGTH))) return FORGED;
+    return { check: age > this.lifetimeMs ? 'stale' : 'valid', issued };
   }
 
-  private now(): number {
+  /** The jar's clock: ms since it was made (monotonic); cookies carry its low 32 bits. */
+  now(): number {
     return Math.floor(performance.now() - this.t0);
   }
 

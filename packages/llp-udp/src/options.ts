@@ -1,5 +1,11 @@
 /** Options of the UDP LLP, their defaults and checks (docs/UDP-LLP.md "Options"). */
-import { InvalidArgumentError, type LlpLogger, type LlpParams, silentLogger } from '@rddp/llp';
+import {
+  DEFAULT_IPV6_SOURCE_PREFIX,
+  InvalidArgumentError,
+  type LlpLogger,
+  type LlpParams,
+  silentLogger,
+} from '@rddp/llp';
 import { CRC_LENGTH, HEADER_LENGTH, MAX_DATAGRAM, MAX_STREAMS, MIN_DATAGRAM, MIN_WINDOW } from './wire.js';
 
 /**
@@ -59,6 +65,23 @@ export interface UdpOptions {
    * or a REJECT kept `lingerMs` for retransmitted COOKIE_ECHOs. Beyond it: ABORT code 5. 1..65535. Default 64.
    */
   readonly maxPendingConnections?: number;
+  /**
+   * Listener: most of `maxConnections` one source holds (connections carried plus setups being decided),
+   * so one host completing handshakes cannot take every place. A source is an IPv4 address or an IPv6
+   * prefix (`ipv6SourcePrefix`); ports do not matter. Beyond it: ABORT code 5 and a ResourceLimitError
+   * naming the source. 1..maxConnections. Default a quarter of maxConnections (64), at least 1.
+   */
+  readonly maxConnectionsPerSource?: number;
+  /**
+   * Listener: most of `maxPendingConnections` one source holds (setups the ULP is deciding, REJECTs kept).
+   * Beyond it: ABORT code 5. 1..maxPendingConnections. Default 16 (or maxPendingConnections if lower).
+   */
+  readonly maxPendingConnectionsPerSource?: number;
+  /**
+   * Listener: IPv6 addresses count as one source per prefix of this length (one host commonly owns a /64).
+   * IPv4-mapped IPv6 addresses count as their IPv4 address. 0..128. Default 64.
+   */
+  readonly ipv6SourcePrefix?: number;
   /** Listener: how long a state cookie is good for (RFC 4960 §5.1.3 Valid.Cookie.Life). 1..2^31−1. Default 10 000 ms. */
   readonly cookieLifetimeMs?: number;
   /** A connection that hears nothing from its peer for this long ends with LlpTimeoutError. Default 30 000 ms. */
@@ -83,6 +106,9 @@ export interface ResolvedUdpOptions {
   readonly lingerMs: number;
   readonly maxConnections: number;
   readonly maxPendingConnections: number;
+  readonly maxConnectionsPerSource: number;
+  readonly maxPendingConnectionsPerSource: number;
+  readonly ipv6SourcePrefix: number;
   readonly cookieLifetimeMs: number;
   readonly idleTimeoutMs: number;
   readonly keepaliveMs: number;
@@ -91,6 +117,8 @@ export interface ResolvedUdpOptions {
 }
 
 export const UDP_DEFAULT_DATAGRAM_SIZE = 1400;
+/** Default `maxPendingConnectionsPerSource`. */
+export const UDP_DEFAULT_PENDING_PER_SOURCE = 16;
 /** Most octets of private data at setup, as MPA allows (RFC 5044 §7.1). */
 export const UDP_MAX_PRIVATE_DATA = 512;
 
@@ -115,6 +143,23 @@ export function resolveOptions(o: UdpOptions = {}): ResolvedUdpOptions {
   const keepaliveMs = int('keepaliveMs', o.keepaliveMs, Math.max(1, Math.floor(idleTimeoutMs / 3)), 1, 2 ** 31 - 1);
   if (keepaliveMs >= idleTimeoutMs)
     throw new InvalidArgumentError(`keepaliveMs (${keepaliveMs}) must be below idleTimeoutMs (${idleTimeoutMs})`);
+  const maxConnections = int('maxConnections', o.maxConnections, 256, 1, 0xffff);
+  const maxPendingConnections = int('maxPendingConnections', o.maxPendingConnections, 64, 1, 0xffff);
+  // A share above the listener-wide bound could never be reached: refused, as keepaliveMs above idleTimeoutMs is.
+  const maxConnectionsPerSource = int(
+    'maxConnectionsPerSource',
+    o.maxConnectionsPerSource,
+    Math.max(1, Math.floor(maxConnections / 4)),
+    1,
+    maxConnections,
+  );
+  const maxPendingConnectionsPerSource = int(
+    'maxPendingConnectionsPerSource',
+    o.maxPendingConnectionsPerSource,
+    Math.min(UDP_DEFAULT_PENDING_PER_SOURCE, maxPendingConnections),
+    1,
+    maxPendingConnections,
+  );
   return {
     datagramSize: int('datagramSize', o.datagramSize, UDP_DEFAULT_DATAGRAM_SIZE, MIN_DATAGRAM, MAX_DATAGRAM),
     crc: o.crc ?? true,
@@ -127,8 +172,11 @@ export function resolveOptions(o: UdpOptions = {}): ResolvedUdpOptions {
     retransmitMs: int('retransmitMs', o.retransmitMs, 100, 1, 2 ** 31 - 1),
     closeTimeoutMs: int('closeTimeoutMs', o.closeTimeoutMs, 3000, 1, 2 ** 31 - 1),
     lingerMs: int('lingerMs', o.lingerMs, 2000, 0, 2 ** 31 - 1),
-    maxConnections: int('maxConnections', o.maxConnections, 256, 1, 0xffff),
-    maxPendingConnections: int('maxPendingConnections', o.maxPendingConnections, 64, 1, 0xffff),
+    maxConnections,
+    maxPendingConnections,
+    maxConnectionsPerSource,
+    maxPendingConnectionsPerSource,
+    ipv6SourcePrefix: int('ipv6SourcePrefix', o.ipv6SourcePrefix, DEFAULT_IPV6_SOURCE_PREFIX, 0, 128),
     cookieLifetimeMs: int('cookieLifetimeMs', o.cookieLifetimeMs, 10_000, 1, 2 ** 31 - 1),
     idleTimeoutMs,
     keepaliveMs,

@@ -13,7 +13,7 @@ import {
   LlpTimeoutError,
   type SendCallback,
 } from '@rddp/llp';
-import { describeAbortCode, seqAfter } from './wire.js';
+import { CRC_LENGTH, describeAbortCode, HEADER_LENGTH, seqAfter } from './wire.js';
 
 /** What a stream needs from its connection. */
 export interface StreamHost {
@@ -23,6 +23,13 @@ export interface StreamHost {
   readonly peerWindow: number;
   /** Most DATA datagrams held for a paused reader before further ones are dropped. */
   readonly holdLimit: number;
+  /**
+   * Counts `octets` more held for a paused reader against the process's memory budget (under the peer's
+   * source); false when they do not fit — the datagram is then dropped, a loss the class allows.
+   */
+  hold(octets: number): boolean;
+  /** Gives back octets counted by `hold`. */
+  unhold(octets: number): void;
   sendData(streamId: number, seq: number, parts: readonly Uint8Array[], done: SendCallback | undefined): void;
   sendAck(streamId: number, seq: number): void;
   sendProbe(streamId: number, seq: number): void;
@@ -43,12 +50,19 @@ export interface UdpStreamStats {
   readonly ulpdusReceived: number;
   /** DATA dropped because a paused reader's hold was full (the peer ignored the window). */
   readonly holdOverflows: number;
+  /** DATA dropped because holding it for a paused reader did not fit the process's memory budget. */
+  readonly budgetDrops: number;
   readonly probesSent: number;
 }
 
 interface Held {
   readonly seq: number;
   readonly body: Uint8Array;
+}
+
+/** What holding a DATA datagram's body keeps: the whole datagram it came in (header, body, CRC32c). */
+function heldSize(body: Uint8Array): number {
+  return HEADER_LENGTH + body.byteLength + CRC_LENGTH;
 }
 
 export class UdpStream extends BaseLlpStream {
@@ -60,6 +74,8 @@ export class UdpStream extends BaseLlpStream {
   // Receiving side.
   private readingPaused = false;
   private inbound: Held[] = [];
+  /** Octets of the datagrams in `inbound`, as counted by `host.hold`. */
+  private heldOctets = 0;
   private consumed = 0;
   private ackedConsumed = 0;
   private ackScheduled = false;
@@ -68,7 +84,7 @@ export class UdpStream extends BaseLlpStream {
   private closeTimer: NodeJS.Timeout | undefined;
   /** Set while the connection aborts every stream with one ABORT datagram. */
   quietAbort = false;
-  private readonly counters = { ulpdusSent: 0, ulpdusReceived: 0, holdOverflows: 0, probesSent: 0 };
+  private readonly counters = { ulpdusSent: 0, ulpdusReceived: 0, holdOverflows: 0, budgetDrops: 0, probesSent: 0 };
 
   constructor(
     id: number,
@@ -112,6 +128,9 @@ export class UdpStream extends BaseLlpStream {
     // Hand over what was held, in arrival order, until the reader stops again.
     while (!this.readingPaused && this.inbound.length > 0 && this.state !== 'closed') {
       const h = this.inbound.shift() as Held;
+      const octets = heldSize(h.body);
+      this.heldOctets -= octets;
+      this.host.unhold(octets);
       this.consume(h.seq, h.body);
     }
   }
@@ -142,6 +161,8 @@ export class UdpStream extends BaseLlpStream {
     if (this.socketWaiter) this.host.cancelSocketDrain(this.socketWaiter);
     this.socketWaiter = undefined;
     this.inbound = [];
+    if (this.heldOctets > 0) this.host.unhold(this.heldOctets);
+    this.heldOctets = 0;
     super.finish(event);
     this.host.streamClosed(this, event);
   }
@@ -155,7 +176,14 @@ export class UdpStream extends BaseLlpStream {
         this.counters.holdOverflows++; // the peer ignored our window: lost, as the class allows
         return;
       }
-      // The datagram's Buffer is its own allocation (Node allocates one per message): kept by reference.
+      // The datagram's Buffer is its own allocation (Node allocates one per message): kept by reference,
+      // and counted against the process's memory budget while it is held.
+      const octets = heldSize(body);
+      if (!this.host.hold(octets)) {
+        this.counters.budgetDrops++;
+        return;
+      }
+      this.heldOctets += octets;
       this.inbound.push({ seq, body });
       return;
     }

@@ -26,10 +26,14 @@ import {
   LlpProtocolError,
   LlpTimeoutError,
   type LlpTransport,
+  type MemoryReservation,
+  processMemoryBudget,
   ResourceLimitError,
+  SourceShares,
+  sourceKey,
   throwIfAborted,
 } from '@rddp/llp';
-import { UdpConnection } from './connection.js';
+import { connectionStateOctets, UdpConnection } from './connection.js';
 import { CookieJar } from './cookie.js';
 import { Endpoint, type Peer, type SocketStats } from './endpoint.js';
 import {
@@ -42,6 +46,7 @@ import {
 } from './options.js';
 import {
   AbortCode,
+  ALL_STREAMS,
   COOKIE_LENGTH,
   DatagramType,
   decodeAbortBody,
@@ -228,9 +233,23 @@ class UdpTransport implements LlpTransport {
           fail(new LlpProtocolError(`bad ACCEPT from the UDP peer: ${problem}`));
           return;
         }
+        const remote = socket.remoteAddress();
+        // The connection's state, charged to the process's memory budget under the responder's source.
+        const source = sourceKey(remote.address, o.ipv6SourcePrefix);
+        const octets = connectionStateOctets(body.streams);
+        const reservation = processMemoryBudget().reserve(octets, source);
+        if (!reservation) {
+          // Refused as a listener refuses at a limit: ABORT code 5, here to the connection just accepted.
+          endpoint.send(
+            { type: DatagramType.Abort, crc: true, streamId: ALL_STREAMS, dst: h.src, src: localId, seq: 0 },
+            [encodeAbortBody(AbortCode.ResourceLimit)],
+            undefined,
+          );
+          fail(new ResourceLimitError(`memory budget for source ${source}`, `connection of ${octets} octets`));
+          return;
+        }
         cleanup();
         const local = socket.address();
-        const remote = socket.remoteAddress();
         const conn = new UdpConnection({
           role: 'initiator',
           endpoint,
@@ -243,6 +262,7 @@ class UdpTransport implements LlpTransport {
           peerWindow: body.window,
           options: o,
           capabilities: connectionCapabilities(body.crc, body.streams),
+          reservation,
           localAddress: { host: local.address, port: local.port },
           setup: {
             localPrivateData: privateData,
@@ -298,10 +318,28 @@ class UdpTransport implements LlpTransport {
 /** Most reports on a listener's `errors$` per second about what peers did; more are only counted. */
 const REPORTS_PER_SECOND = 10;
 
+/**
+ * Setups a listener remembers per place it has (`maxConnections + maxPendingConnections`, and per source
+ * `maxConnectionsPerSource + maxPendingConnectionsPerSource`): the bound of what makes cookies single-use.
+ * A setup is remembered from its COOKIE_ECHO until `cookieLifetimeMs` after it ended (its connection let go
+ * of, its REJECT's linger over, its ULP's decision timed out). At the bound new setups are refused with
+ * ABORT code 5 — an ended setup is never forgotten early, or its cookie could open a second connection.
+ * At the defaults: 8 × (256 + 64) = 2560 setups for the listener, 8 × (64 + 16) = 640 per source (a few
+ * hundred octets each, < 1 MB); one source cycling connections as fast as its share and `lingerMs` (2 s)
+ * let it ends about 5 × 64 within a cookie lifetime of 10 s.
+ */
+export const REMEMBERED_SETUPS_PER_PLACE = 8;
+
 type Entry =
-  | { readonly kind: 'deciding' }
-  | { readonly kind: 'rejected'; readonly resend: () => void }
-  | { readonly kind: 'accepted'; readonly resend: () => void };
+  | { readonly kind: 'deciding'; readonly source: string }
+  | { readonly kind: 'rejected'; readonly source: string; readonly resend: () => void }
+  | { readonly kind: 'accepted'; readonly source: string; readonly resend: () => void };
+
+/** A setup that ended: its cookies (issued at or before `at`, on the cookie jar's clock) are used up. */
+interface Ended {
+  readonly at: number;
+  readonly source: string;
+}
 
 /** Counters of a listener: what peers sent and what it did about it. Fixed size whatever the flood. */
 export interface UdpListenerStats {
@@ -311,7 +349,12 @@ export interface UdpListenerStats {
   forgedCookies: number;
   /** COOKIE_ECHOs with an authentic cookie older than `cookieLifetimeMs`: ABORT code 4. */
   staleCookies: number;
-  /** REQUESTs and COOKIE_ECHOs refused at `maxConnections` or `maxPendingConnections`: ABORT code 5. */
+  /** COOKIE_ECHOs with an authentic cookie of a setup that already ended (a replay): ABORT code 4. */
+  usedCookies: number;
+  /**
+   * REQUESTs and COOKIE_ECHOs refused at `maxConnections`, `maxPendingConnections`, a source's share of
+   * either, the remembered-setup bound or the process's memory budget: ABORT code 5.
+   */
   refused: number;
   /** Setups whose ULP did not decide within `handshakeTimeoutMs`: dropped. */
   decisionTimeouts: number;
@@ -327,19 +370,31 @@ export interface UdpListenerStats {
 export class UdpListener extends BaseLlpListener {
   private readonly cookies: CookieJar;
   /**
-   * Setups past the cookie, by initiator address and connection id: a retransmitted COOKIE_ECHO gets the same
-   * answer. At most maxPendingConnections deciding or rejected, and one per connection carried.
+   * Setups past the cookie, by initiator address, port and connection id: a retransmitted COOKIE_ECHO gets
+   * the same answer. At most maxPendingConnections deciding or rejected, and one per connection carried.
    */
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Setups that ended, by the same key, oldest first, each kept `cookieLifetimeMs`: a COOKIE_ECHO of one
+   * with a cookie issued before it ended is a replay (cookies are single-use). Bounded with `entries` by
+   * `remembered`.
+   */
+  private readonly ended = new Map<string, Ended>();
   private established = 0;
   private pending = 0;
   private deciding = 0;
+  /** Places per source: connections carried plus setups deciding; setups pending; setups remembered. */
+  private readonly connectionShares: SourceShares;
+  private readonly pendingShares: SourceShares;
+  private readonly remembered: SourceShares;
+  private readonly maxRemembered: number;
   private tokens = REPORTS_PER_SECOND;
   private tokensAt = Date.now();
   private readonly counters = {
     cookiesSent: 0,
     forgedCookies: 0,
     staleCookies: 0,
+    usedCookies: 0,
     refused: 0,
     decisionTimeouts: 0,
     unreportedErrors: 0,
@@ -353,6 +408,12 @@ export class UdpListener extends BaseLlpListener {
   ) {
     super();
     this.cookies = new CookieJar(o.cookieLifetimeMs);
+    this.connectionShares = new SourceShares(o.maxConnectionsPerSource);
+    this.pendingShares = new SourceShares(o.maxPendingConnectionsPerSource);
+    this.remembered = new SourceShares(
+      REMEMBERED_SETUPS_PER_PLACE * (o.maxConnectionsPerSource + o.maxPendingConnectionsPerSource),
+    );
+    this.maxRemembered = REMEMBERED_SETUPS_PER_PLACE * (o.maxConnections + o.maxPendingConnections);
     endpoint.onRequest = (d, from) => this.onRequest(d, from);
     endpoint.onCookieEcho = (d, from) => this.onCookieEcho(d, from);
     endpoint.onError = (e) =>
@@ -367,6 +428,14 @@ export class UdpListener extends BaseLlpListener {
   /** Setups holding state before they are connections: the ULP deciding, or a REJECT kept for resending. */
   get pendingCount(): number {
     return this.pending;
+  }
+  /** Setups remembered so that their cookies are not used twice: under way, or ended within a cookie lifetime. */
+  get rememberedCount(): number {
+    return this.remembered.size;
+  }
+  /** Connections carried plus setups deciding for the source `address` counts under (see `ipv6SourcePrefix`). */
+  connectionsFrom(address: string): number {
+    return this.connectionShares.count(sourceKey(address, this.o.ipv6SourcePrefix));
   }
   get stats(): UdpListenerStats {
     return { ...this.counters, socket: { ...this.endpoint.stats } };
@@ -398,10 +467,42 @@ export class UdpListener extends BaseLlpListener {
     this.report(new ResourceLimitError(`listener: ${which}`, `setup from ${from.address}:${from.port}`));
   }
 
-  private atLimit(): string | undefined {
-    if (this.established + this.deciding >= this.o.maxConnections) return `${this.o.maxConnections} connections`;
-    if (this.pending >= this.o.maxPendingConnections) return `${this.o.maxPendingConnections} pending setups`;
+  private sourceOf(from: Peer): string {
+    return sourceKey(from.address, this.o.ipv6SourcePrefix);
+  }
+
+  /** The limit a new setup from `source` would pass, or undefined. */
+  private atLimit(source: string): string | undefined {
+    const o = this.o;
+    if (this.established + this.deciding >= o.maxConnections) return `${o.maxConnections} connections`;
+    if (this.pending >= o.maxPendingConnections) return `${o.maxPendingConnections} pending setups`;
+    if (!this.connectionShares.allows(source))
+      return `${o.maxConnectionsPerSource} connections per source, from ${source}`;
+    if (!this.pendingShares.allows(source))
+      return `${o.maxPendingConnectionsPerSource} pending setups per source, from ${source}`;
+    this.forgetExpired();
+    if (this.remembered.size >= this.maxRemembered) return `${this.maxRemembered} remembered setups`;
+    if (!this.remembered.allows(source))
+      return `${this.remembered.perSource} remembered setups per source, from ${source}`;
     return undefined;
+  }
+
+  /** Forgets ended setups older than a cookie lifetime: every cookie issued before they ended is stale now. */
+  private forgetExpired(): void {
+    if (this.ended.size === 0) return;
+    const now = this.cookies.now();
+    for (const [key, e] of this.ended) {
+      if (now - e.at <= this.o.cookieLifetimeMs) break; // oldest first
+      this.ended.delete(key);
+      this.remembered.give(e.source);
+    }
+  }
+
+  /** The setup under `key` ended: its entry goes, and it is remembered a cookie lifetime (same place). */
+  private endSetup(key: string, source: string): void {
+    this.entries.delete(key);
+    this.ended.delete(key);
+    this.ended.set(key, { at: this.cookies.now(), source });
   }
 
   /** REQUEST: a COOKIE, and nothing kept (RFC 4960 §5.1.3). */
@@ -417,7 +518,7 @@ export class UdpListener extends BaseLlpListener {
       this.endpoint.answerUnknown(d, from, AbortCode.Protocol);
       return;
     }
-    const full = this.atLimit();
+    const full = this.atLimit(this.sourceOf(from));
     if (full) {
       this.refuse(d, from, full);
       return;
@@ -431,24 +532,35 @@ export class UdpListener extends BaseLlpListener {
     );
   }
 
-  /** COOKIE_ECHO: only an authentic, unexpired cookie from the address it was issued to makes state. */
+  /** COOKIE_ECHO: only an authentic, unexpired, unused cookie from the address it was issued to makes state. */
   private onCookieEcho(d: ParsedDatagram, from: Peer): void {
     if (!d.header.crc) return;
     const h = d.header;
     const echo = decodeCookieEchoBody(d.body);
-    const check = echo ? this.cookies.check(echo.cookie, from, h.src, echo.setup) : 'forged';
-    if (check === 'forged' || !echo) {
+    const verdict = echo ? this.cookies.check(echo.cookie, from, h.src, echo.setup) : undefined;
+    if (!echo || !verdict || verdict.check === 'forged') {
       this.counters.forgedCookies++;
       return; // RFC 4960 §5.1.5: an unauthenticated cookie is silently discarded
     }
     const key = `${from.address}|${from.port}|${h.src}`;
     const seen = this.entries.get(key);
     if (seen) {
+      // A retransmission while the setup is under way or its connection open: the same answer, no new state.
       if (seen.kind !== 'deciding') seen.resend(); // our ACCEPT or REJECT was lost
       return;
     }
-    if (check === 'stale') {
+    if (verdict.check === 'stale') {
       this.counters.staleCookies++;
+      this.endpoint.answerUnknown(d, from, AbortCode.StaleCookie);
+      return;
+    }
+    const gone = this.ended.get(key);
+    if (gone && verdict.issued <= gone.at) {
+      // A cookie of a setup that already ended (its connection closed, its REJECT or decision timer over):
+      // cookies are single-use. Answered as docs/UDP-LLP.md answers an authentic cookie that is no longer
+      // good — ABORT code 4, "send REQUEST again" — not dropped as a forged one: it did authenticate, and an
+      // honest initiator whose echo came late starts over with a fresh cookie, as after a stale one.
+      this.counters.usedCookies++;
       this.endpoint.answerUnknown(d, from, AbortCode.StaleCookie);
       return;
     }
@@ -458,18 +570,38 @@ export class UdpListener extends BaseLlpListener {
     }
     const body = decodeSetupBody(echo.setup);
     if (!body || setupProblem(body)) return; // the cookie vouches for a REQUEST that passed the check
-    const full = this.atLimit();
+    const source = this.sourceOf(from);
+    const full = this.atLimit(source);
     if (full) {
       this.refuse(d, from, full);
       return;
     }
-    this.entries.set(key, { kind: 'deciding' });
+    // What the connection will hold, charged to the process's memory budget under its source now, before
+    // the ULP is asked (the streams it would get are known: the ULP's params cannot change them).
+    const octets = connectionStateOctets(Math.min(body.streams, this.o.maxStreams));
+    const reservation = processMemoryBudget().reserve(octets, source);
+    if (!reservation) {
+      this.refuse(d, from, `memory budget, ${octets} octets for source ${source}`);
+      return;
+    }
+    if (this.ended.delete(key)) this.remembered.give(source); // a fresh cookie for the same initiator id
+    this.remembered.take(source);
+    this.connectionShares.take(source);
+    this.pendingShares.take(source);
+    this.entries.set(key, { kind: 'deciding', source });
     this.pending++;
     this.deciding++;
-    void this.decide(h.src, body, from, key);
+    void this.decide(h.src, body, from, key, source, reservation);
   }
 
-  private async decide(initiatorId: number, req: SetupBody, from: Peer, key: string): Promise<void> {
+  private async decide(
+    initiatorId: number,
+    req: SetupBody,
+    from: Peer,
+    key: string,
+    source: string,
+    reservation: MemoryReservation,
+  ): Promise<void> {
     const remoteAddress = { host: from.address, port: from.port };
     const ask = this.listenOptions.onConnectRequest;
     // A ULP that never decides must not hold the entry (and a slot under the limits) for ever.
@@ -477,9 +609,12 @@ export class UdpListener extends BaseLlpListener {
     const timer = setTimeout(() => {
       timedOut = true;
       this.counters.decisionTimeouts++;
-      this.entries.delete(key);
+      this.endSetup(key, source);
       this.pending--;
       this.deciding--;
+      this.pendingShares.give(source);
+      this.connectionShares.give(source);
+      reservation.release();
       this.report(
         new LlpTimeoutError(
           `onConnectRequest did not decide on ${from.address}:${from.port} within ${this.o.handshakeTimeoutMs} ms`,
@@ -520,8 +655,11 @@ export class UdpListener extends BaseLlpListener {
       return () => this.endpoint.send({ type, crc: true, streamId: 0, dst: initiatorId, src, seq: 0 }, [bytes], from);
     };
     if (this.closed && decision.accept) {
-      this.entries.delete(key);
+      this.endSetup(key, source);
       this.pending--;
+      this.pendingShares.give(source);
+      this.connectionShares.give(source);
+      reservation.release();
       this.endpoint.send(
         { type: DatagramType.Abort, crc: true, streamId: 0, dst: initiatorId, src: 0, seq: 0 },
         [encodeAbortBody(AbortCode.NotListening)],
@@ -530,6 +668,8 @@ export class UdpListener extends BaseLlpListener {
       return;
     }
     if (!decision.accept) {
+      this.connectionShares.give(source);
+      reservation.release();
       const resend = answer(DatagramType.Reject, 0, {
         streams: req.streams,
         datagramSize: req.datagramSize,
@@ -537,10 +677,11 @@ export class UdpListener extends BaseLlpListener {
         crc: req.crc,
         privateData: pd,
       });
-      this.entries.set(key, { kind: 'rejected', resend });
+      this.entries.set(key, { kind: 'rejected', source, resend });
       setTimeout(() => {
-        this.entries.delete(key);
+        this.endSetup(key, source);
         this.pending--;
+        this.pendingShares.give(source);
       }, o.lingerMs).unref();
       resend();
       return;
@@ -551,7 +692,8 @@ export class UdpListener extends BaseLlpListener {
     const crc = req.crc || o.crc; // either end asking for the CRC32c gets it
     const localId = this.endpoint.allocateId();
     this.pending--;
-    this.established++;
+    this.pendingShares.give(source);
+    this.established++; // the source keeps its connection place
     const conn = new UdpConnection({
       role: 'responder',
       endpoint: this.endpoint,
@@ -564,6 +706,7 @@ export class UdpListener extends BaseLlpListener {
       peerWindow: req.window,
       options: o,
       capabilities: connectionCapabilities(crc, streams),
+      reservation,
       localAddress: this.address,
       setup: {
         localPrivateData: pd,
@@ -571,8 +714,9 @@ export class UdpListener extends BaseLlpListener {
         negotiated: { crc, datagramSize, streams },
       },
       onReleased: () => {
-        this.entries.delete(key);
+        this.endSetup(key, source);
         this.established--;
+        this.connectionShares.give(source);
       },
     });
     const resend = answer(DatagramType.Accept, localId, {
@@ -582,7 +726,7 @@ export class UdpListener extends BaseLlpListener {
       crc,
       privateData: pd,
     });
-    this.entries.set(key, { kind: 'accepted', resend });
+    this.entries.set(key, { kind: 'accepted', source, resend });
     resend();
     o.logger.debug('udp.accepted', { id: conn.id, localId, peerId: initiatorId, streams, crc, datagramSize });
     this.accept(conn);

@@ -115,9 +115,11 @@ const ABORT_CODE_ROWS = [
   { code: 2, key: 'NotListening', reason: 'not listening' },
   // The peer broke this wire format (bad setup body, bad stream id).
   { code: 3, key: 'Protocol', reason: 'protocol violation' },
-  // A COOKIE_ECHO whose cookie is authentic but too old (RFC 4960 §3.3.10.3): send REQUEST again.
+  // A COOKIE_ECHO whose cookie is authentic but too old (RFC 4960 §3.3.10.3), or already used by a setup
+  // that has ended (cookies are single-use): send REQUEST again.
   { code: 4, key: 'StaleCookie', reason: 'stale cookie' },
-  // The listener is at a limit (connections, pending setups): refused, as a TCP RST would be.
+  // The listener is at a limit (connections, pending setups, a source's share of either, setups remembered,
+  // the process's memory budget): refused, as a TCP RST would be.
   { code: 5, key: 'ResourceLimit', reason: 'resource limit' },
   // The connection heard nothing from its peer for its idle timeout and ended.
   { code: 6, key: 'IdleTimeout', reason: 'idle timeout' },

@@ -1,4 +1,5 @@
 import dgram from 'node:dgram';
+import { isIPv6 } from 'node:net';
 import type { LlpConnection, LlpListener, LlpStream, LlpTransport, Ulpdu } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import {
@@ -62,17 +63,31 @@ export async function connectPair(
 
 /** A bare UDP socket that speaks the wire format by hand: the other end of wire-level tests. */
 export class RawPeer {
-  readonly socket = dgram.createSocket('udp4');
+  readonly socket: dgram.Socket;
   private readonly queue: { d: ParsedDatagram; raw: Buffer; from: dgram.RemoteInfo }[] = [];
   private waiter: (() => void) | undefined;
 
-  static async open(): Promise<RawPeer> {
-    const p = new RawPeer();
-    await new Promise<void>((r) => p.socket.bind(0, '127.0.0.1', r));
+  /**
+   * A socket bound to `host` (any 127/8 address on Linux: another source), sending to `to` — by default
+   * 127.0.0.1 from an IPv4 address, the same address from an IPv6 one.
+   */
+  static async open(host = '127.0.0.1', to = isIPv6(host) ? host : '127.0.0.1'): Promise<RawPeer> {
+    const p = new RawPeer(host, to);
+    await new Promise<void>((resolve, reject) => {
+      p.socket.once('error', reject);
+      p.socket.bind(0, host, () => {
+        p.socket.off('error', reject);
+        resolve();
+      });
+    });
     return p;
   }
 
-  private constructor() {
+  private constructor(
+    readonly host: string,
+    readonly to: string,
+  ) {
+    this.socket = dgram.createSocket(isIPv6(host) ? 'udp6' : 'udp4');
     this.socket.on('message', (raw, from) => {
       const r = parseDatagram(raw);
       if (!r.ok) throw new Error(`RawPeer got a bad datagram: ${r.reason}`);
@@ -140,9 +155,27 @@ export class RawPeer {
     return (await this.nextOf(answers.slice(1), ms)).d;
   }
 
+  /** REQUEST, and the COOKIE's cookie that answers it (throws when an ABORT or nothing comes instead). */
+  async cookie(port: number, src: number, setup: Uint8Array, ms = 2000): Promise<Uint8Array> {
+    await this.send({ type: DatagramType.Request, crc: true, streamId: 0, dst: 0, src, seq: 0 }, [setup], port);
+    const got = (await this.nextOf([DatagramType.Cookie, DatagramType.Abort], ms)).d;
+    if (got.header.type !== DatagramType.Cookie)
+      throw new Error(`RawPeer: REQUEST answered with type ${got.header.type}`);
+    return Uint8Array.from(got.body);
+  }
+
+  /** The COOKIE_ECHO of `cookie` (and the REQUEST's `setup`), as bytes ready to send (and send again). */
+  static cookieEcho(src: number, cookie: Uint8Array, setup: Uint8Array): Buffer {
+    return Buffer.concat(
+      datagramParts({ type: DatagramType.CookieEcho, crc: true, streamId: 0, dst: 0, src, seq: 0 }, [
+        encodeCookieEchoBody(cookie, setup),
+      ]),
+    );
+  }
+
   sendRaw(bytes: Uint8Array, port: number): Promise<void> {
     return new Promise<void>((resolve, reject) =>
-      this.socket.send(bytes, port, '127.0.0.1', (e) => (e ? reject(e) : resolve())),
+      this.socket.send(bytes, port, this.to, (e) => (e ? reject(e) : resolve())),
     );
   }
 

@@ -205,6 +205,14 @@ describe('UDP LLP listener limits', () => {
       { cookieLifetimeMs: 0 },
       { idleTimeoutMs: 'x' as unknown as number },
       { idleTimeoutMs: 100, keepaliveMs: 100 },
+      { maxConnectionsPerSource: 0 },
+      { maxConnectionsPerSource: 2.5 },
+      { maxConnections: 8, maxConnectionsPerSource: 9 }, // a share above the listener's bound
+      { maxPendingConnectionsPerSource: 0 },
+      { maxPendingConnections: 4, maxPendingConnectionsPerSource: 5 },
+      { ipv6SourcePrefix: -1 },
+      { ipv6SourcePrefix: 129 },
+      { ipv6SourcePrefix: '64' as unknown as number },
     ])
       expect(() => udp(bad), JSON.stringify(bad)).toThrow(
         expect.objectContaining({ code: 'ERR_LLP_INVALID_ARGUMENT' }),
@@ -215,6 +223,7 @@ describe('UDP LLP listener limits', () => {
     const { t, l, port, accepted, errors } = await listen({
       ...fast,
       maxConnections: 2,
+      maxConnectionsPerSource: 2, // every peer here is 127.0.0.1: the listener-wide bound, not a source's share
       idleTimeoutMs: 400,
       keepaliveMs: 100,
     });
