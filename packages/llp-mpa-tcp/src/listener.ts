@@ -43,7 +43,10 @@ function asLlpError(e: unknown): LlpError {
 
 /** A pending startup; `cancel` ends it when the listener closes. */
 interface Attempt {
+  readonly source: string;
   cancel(): void;
+  /** Ends it to make room for a source holding fewer startups (a reset; `ResourceLimitError`). */
+  shed(): void;
 }
 
 export class MpaTcpListener extends BaseLlpListener {
@@ -90,6 +93,23 @@ export class MpaTcpListener extends BaseLlpListener {
     this.accept(c);
   }
 
+  /** Sheds the oldest startup of the source holding the most, when it holds more than `newcomer` + 1. */
+  private shedFor(newcomer: number): void {
+    let top = '';
+    let most = 0;
+    for (const [source, n] of this.pendingBySource)
+      if (n > most) {
+        most = n;
+        top = source;
+      }
+    if (most <= newcomer + 1) return;
+    for (const a of this.attempts)
+      if (a.source === top) {
+        a.shed();
+        return;
+      }
+  }
+
   private report(error: LlpError, remote: LlpAddress): void {
     this.options.logger.debug('mpa.accept.failed', { remote, code: error.code, message: error.message });
     this.reportError(error);
@@ -109,6 +129,9 @@ export class MpaTcpListener extends BaseLlpListener {
     const budget = o.memoryBudget;
     const footprint = arenaFootprint(ARENA_INITIAL);
     // A source's startups and established connections together stay within its share of connections.
+    // All startup places taken: one of the source holding the most gives its oldest place up, if that
+    // source holds more than this one would (so many sources together cannot lock a new one out either).
+    if (this.attempts.size >= o.maxPendingStartups) this.shedFor(fromSource);
     const which =
       this.attempts.size >= o.maxPendingStartups
         ? `${o.maxPendingStartups} MPA startups in progress`
@@ -179,7 +202,18 @@ export class MpaTcpListener extends BaseLlpListener {
       socket.end(bytes, () => socket.destroy());
     };
     const attempt: Attempt = {
+      source,
       cancel: () => fail(new ConnectionAbortedError('the listener closed during MPA startup')),
+      shed: () => {
+        if (phase === 'done') return;
+        socket.resetAndDestroy();
+        fail(
+          new ResourceLimitError(
+            `listener: ${o.maxPendingStartups} MPA startups in progress, ${this.pendingBySource.get(source)} from ${source}`,
+            `the startup with ${remote.host}:${remote.port} (shed for another source)`,
+          ),
+        );
+      },
     };
     this.attempts.add(attempt);
     this.pendingBySource.set(source, fromSource + 1);

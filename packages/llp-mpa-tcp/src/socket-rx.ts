@@ -30,8 +30,10 @@ export const ARENA_INITIAL = 64 * 1024;
 export const ARENA_MAX = 1024 * 1024;
 /** Consecutive reads that fill their whole view before the next arena is twice the size. */
 const GROW_AFTER = 4;
-/** A grown arena with no read for this long (and nothing held) is given back for a 64 KiB one. */
+/** An arena with no read for this long (and nothing held) is given back; the next read takes a new one. */
 export const IDLE_SHRINK_MS = 1000;
+/** What an idle connection's next read goes into: 4 KiB (a Send or a few small FPDUs; more waits in TCP). */
+export const IDLE_READ_BUFFER = 4096;
 
 /**
  * Octets a receiver reserves from the process budget for an arena of `size`: the arena and one earlier
@@ -138,22 +140,25 @@ export class SocketReceiver {
   }
 
   /**
-   * Called by the sweep every `IDLE_SHRINK_MS`: a grown arena that saw no read since the last sweep and
-   * holds nothing the reader still needs is replaced by a 64 KiB one; Node's pending read buffer moves
-   * with it, so the old arena becomes garbage. Returns whether it shrank.
+   * Called by the sweep every `IDLE_SHRINK_MS`: an arena that saw no read since the last sweep and holds
+   * nothing the reader still needs is given back — Node's pending read buffer moves to a 4 KiB one, so
+   * the arena becomes garbage, and an idle connection holds 4 KiB. Returns whether it shrank.
    */
   shrinkIfIdle(): boolean {
     const idle = this.reads === this.readsAtSweep;
     this.readsAtSweep = this.reads;
-    if (!idle || this.arenaSize <= ARENA_INITIAL || this.held() !== undefined) return false;
+    if (!idle || this.arena === undefined || this.held() !== undefined) return false;
     const socket = this.socket;
     const handle = (socket as unknown as { _handle?: UserBufferHandle } | undefined)?._handle;
     const slot = socket ? bufferSlot(socket) : undefined;
     if (!socket || socket.destroyed || !handle?.useUserBuffer || slot === undefined) return false;
+    // The next read goes into a small buffer of its own; the read after it takes a fresh first arena.
     this.size = ARENA_INITIAL;
     this.fullReads = 0;
     this.arena = undefined;
-    const view = this.next();
+    const view = Buffer.allocUnsafeSlow(IDLE_READ_BUFFER);
+    this.current = view;
+    this.viewStart = this.writeEnd = 0;
     handle.useUserBuffer(view);
     (socket as unknown as Record<symbol, unknown>)[slot] = view;
     this.reservation?.resize(arenaFootprint(ARENA_INITIAL));

@@ -69,6 +69,47 @@ describe('MPA/TCP listener: pending startups per source address', () => {
     await l.close();
   });
 
+  it('slowloris from many addresses filling every startup place: a new source sheds the oldest of the largest, 3 of 3 honest clients complete startup', async () => {
+    // 9 sources × 4 idle connections > 32 places: the listener-wide bound is full.
+    const t = mpaTcp({ maxPendingStartups: 32, maxPendingStartupsPerAddress: 4, handshakeTimeoutMs: 20_000 });
+    const l = await t.listen({ host: '127.0.0.1', port: 0 });
+    const port = l.address.port as number;
+    const errors: LlpError[] = [];
+    l.errors$.subscribe((e) => errors.push(e));
+    const idle: RawPeer[] = [];
+    for (let a = 10; a < 19; a++)
+      for (let i = 0; i < 4; i++) {
+        const s = net.connect({ host: '127.0.0.1', port, localAddress: `127.0.0.${a}` });
+        s.on('error', () => {});
+        idle.push(wrap(s));
+      }
+    await new Promise((r) => setTimeout(r, 300));
+    const accepted: unknown[] = [];
+    l.connections$.subscribe((c) => accepted.push(c));
+    for (const from of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) {
+      const socket = net.connect({ host: '127.0.0.1', port, localAddress: from, allowHalfOpen: true });
+      const honest = wrap(socket);
+      await new Promise<void>((resolve, reject) => {
+        socket.once('connect', () => resolve());
+        socket.once('error', reject);
+      });
+      const req = Buffer.alloc(20);
+      req.write('MPA ID Req Frame');
+      req[16] = 0x40; // C
+      req[17] = 1; // Rev 1
+      socket.write(req);
+      const reply = await honest.waitFor(20);
+      expect(reply.subarray(0, 16).toString()).toBe('MPA ID Rep Frame');
+      expect(reply[16]! & 0x20).toBe(0); // accepted (RFC 5044 §7.1.2)
+      socket.destroy();
+    }
+    expect(accepted).toHaveLength(3);
+    const shed = errors.filter((e) => isLlpError(e, 'ERR_LLP_RESOURCE_LIMIT') && /shed for another source/.test(e.message));
+    expect(shed.length).toBeGreaterThanOrEqual(3);
+    for (const p of idle) p.socket.destroy();
+    await l.close();
+  });
+
   it('maxPendingStartupsPerAddress is validated: a positive integer', () => {
     for (const bad of [0, -1, 1.5, Number.NaN, '4'])
       expect(() => mpaTcp({ maxPendingStartupsPerAddress: bad as number })).toThrow(/maxPendingStartupsPerAddress/);
