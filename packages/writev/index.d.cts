@@ -11,6 +11,12 @@ export declare const RANGE_FIELDS: 5;
  * + 4 per Marker. The first range is sent from `skip` wire octets in. Returns the octets the socket took
  * (0 when it would block now), or `-errno` on a socket error with nothing sent. Throws a TypeError or
  * RangeError, sending nothing, when an argument is malformed or a range lies outside its buffer.
+ *
+ * Every argument is read once and never coerced: `fd`, `first`, `count`, `skip` and each range's numbers
+ * must be integers in range (no NaN, fraction or valueOf); the ranges are copied before they are checked
+ * and only the copy is sent; each buffer a range names is read from `buffers` once (a getter runs then, and
+ * a buffer it detaches or shrinks is seen as it is afterwards). Views of a SharedArrayBuffer are sent as
+ * they are at the moment of the send; a bare SharedArrayBuffer is refused (TypeError).
  */
 export declare function writeRanges(
   fd: number,

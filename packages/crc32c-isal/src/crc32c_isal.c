@@ -21,11 +21,21 @@
  * Int32Array) bound its octets [start, end); their CRC32c goes into bytes[end, end + 4), least significant
  * octet first (the MPA CRC field as siw and Wireshark have it, RFC 5044 §4.4). One call for every small
  * FPDU an event-loop turn framed, instead of one call each.
+ *
+ * Arguments are read once and never coerced, and no JavaScript runs during a call: offsets and lengths must
+ * be integers in range (a TypeError for a non-number; a RangeError for NaN, a fraction, a negative value or
+ * one past the array), a CRC a 32-bit word (unsigned, or a signed int32), room 0..508, ptr 0..2^32-1.
+ * crcFrames copies its spans into native memory before checking them and uses only the copy, and refuses
+ * spans that share memory with bytes; copyMarked refuses a dst range that overlaps its src range.
  */
 #include <isa-l/crc.h>
 #include <node_api.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The largest `room`: the octets between two Markers (RFC 5044 §4.3: one every 512, 4 octets each). */
+#define MARKER_ROOM_MAX 508
 
 #define CHECK(call)                                                                                     \
   do {                                                                                                  \
@@ -37,29 +47,98 @@ static napi_value throw_type(napi_env env, const char *msg) {
   return NULL;
 }
 
-/* The octets and length of `value`, a Uint8Array; false (a TypeError pending, naming `what`) otherwise. */
-static bool uint8_array(napi_env env, napi_value value, const char *what, unsigned char **data, size_t *length) {
-  bool is_ta = false;
-  if (napi_is_typedarray(env, value, &is_ta) != napi_ok) return false;
-  if (!is_ta) return throw_type(env, what), false;
-  napi_typedarray_type type;
-  void *d = NULL;
-  if (napi_get_typedarray_info(env, value, &type, length, &d, NULL, NULL) != napi_ok) return false;
-  if (type != napi_uint8_array) return throw_type(env, what), false;
-  *data = (unsigned char *)d;
+static napi_value throw_range(napi_env env, const char *msg) {
+  napi_throw_range_error(env, NULL, msg);
+  return NULL;
+}
+
+/* After an N-API call failed: its exception, or an Error saying `msg` when it left none pending. */
+static napi_value pending(napi_env env, const char *msg) {
+  bool is = false;
+  if (napi_is_exception_pending(env, &is) == napi_ok && !is) napi_throw_error(env, NULL, msg);
+  return NULL;
+}
+
+/* 2^53 - 1: every integer up to it is exact in a double. */
+#define MAX_SAFE 9007199254740991.0
+
+/*
+ * The integer argument `v`, read once and never coerced (no valueOf): a non-number is a TypeError; NaN,
+ * ±Infinity, a fraction or a value outside [lo, hi] (within ±2^53) a RangeError naming `what`.
+ */
+static bool integer_arg(napi_env env, napi_value v, double lo, double hi, const char *what, double *out) {
+  double d = 0;
+  napi_status s = napi_get_value_double(env, v, &d);
+  if (s == napi_number_expected) return throw_type(env, what), false;
+  if (s != napi_ok) return pending(env, what), false;
+  if (!(d >= lo && d <= hi) || d != (double)(int64_t)d) return throw_range(env, what), false;
+  *out = d;
   return true;
 }
 
-/* The typed array and the [start, end) range of argv[0..2]; false (an exception pending) when invalid. */
+/* A CRC32c argument: a 32-bit word, unsigned (0..2^32-1) or as a signed int32 (-2^31..-1). */
+static bool crc_arg(napi_env env, napi_value v, uint32_t *crc) {
+  double d = 0;
+  if (!integer_arg(env, v, INT32_MIN, UINT32_MAX, "crc must be an integer -2^31..2^32-1 (a CRC32c)", &d))
+    return false;
+  *crc = (uint32_t)(int64_t)d;
+  return true;
+}
+
+/* A Marker placement argument: room 0..508 octets, ptr (FPDUPTR; its low 16 bits go out) 0..2^32-1. */
+static bool marker_args(napi_env env, napi_value vroom, napi_value vptr, uint32_t *room, uint32_t *ptr) {
+  double r = 0, p = 0;
+  if (!integer_arg(env, vroom, 0, MARKER_ROOM_MAX, "room must be an integer 0..508 (octets)", &r) ||
+      !integer_arg(env, vptr, 0, UINT32_MAX, "ptr must be an integer 0..2^32-1", &p))
+    return false;
+  *room = (uint32_t)r;
+  *ptr = (uint32_t)p;
+  return true;
+}
+
+/*
+ * The octets and length of `value`, a Uint8Array, as they are now; false (a TypeError pending, naming
+ * `what`) otherwise. Runs no JavaScript. A detached array has no octets (length 0, never dereferenced); a
+ * view of a SharedArrayBuffer is taken as it is (such memory never shrinks or goes away while the view
+ * lives; another thread may change its octets, never where they are).
+ */
+static bool uint8_array(napi_env env, napi_value value, const char *what, unsigned char **data, size_t *length) {
+  bool is_ta = false;
+  if (napi_is_typedarray(env, value, &is_ta) != napi_ok) return pending(env, what), false;
+  if (!is_ta) return throw_type(env, what), false;
+  napi_typedarray_type type;
+  void *d = NULL;
+  size_t n = 0;
+  if (napi_get_typedarray_info(env, value, &type, &n, &d, NULL, NULL) != napi_ok) return pending(env, what), false;
+  if (type != napi_uint8_array) return throw_type(env, what), false;
+  *data = n > 0 && d != NULL ? (unsigned char *)d : (unsigned char *)"";
+  *length = d != NULL ? n : 0;
+  return true;
+}
+
+/* Whether [a, a + an) and [b, b + bn) share an octet. */
+static bool overlap(const void *a, size_t an, const void *b, size_t bn) {
+  const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+/*
+ * The typed array and the [start, end) range of argv[0..2]; false (an exception pending) when invalid:
+ * start and end integers, 0 <= start <= end <= length, at most 2^31-1 octets (ISA-L takes an int).
+ */
 static bool byte_range(napi_env env, napi_value *argv, unsigned char **bytes, int64_t *start, int64_t *end) {
   size_t length = 0;
+  double s = 0, e = 0;
   if (!uint8_array(env, argv[0], "bytes must be a Uint8Array", bytes, &length)) return false;
-  if (napi_get_value_int64(env, argv[1], start) != napi_ok || napi_get_value_int64(env, argv[2], end) != napi_ok)
+  if (!integer_arg(env, argv[1], 0, MAX_SAFE, "start must be an integer 0..2^53-1 (a byte range of the array)", &s) ||
+      !integer_arg(env, argv[2], 0, MAX_SAFE, "end must be an integer 0..2^53-1 (a byte range of the array)", &e))
     return false;
-  if (*start < 0 || *end < *start || (uint64_t)*end > length || *end - *start > INT32_MAX) {
+  if (e < s || e > (double)length || e - s > INT32_MAX) {
     napi_throw_range_error(env, NULL, "byte range outside the array");
     return false;
   }
+  *start = (int64_t)s;
+  *end = (int64_t)e;
   return true;
 }
 
@@ -71,9 +150,8 @@ static napi_value calculate(napi_env env, napi_callback_info info) {
   unsigned char *data = NULL;
   int64_t start = 0, end = 0;
   uint32_t crc = 0;
-  if (!byte_range(env, argv, &data, &start, &end)) return NULL;
-  CHECK(napi_get_value_uint32(env, argv[3], &crc));
-  uint32_t out = crc32_iscsi(data + start, (int)(end - start), ~crc) ^ 0xffffffffu;
+  if (!byte_range(env, argv, &data, &start, &end) || !crc_arg(env, argv[3], &crc)) return NULL;
+  uint32_t out = end > start ? crc32_iscsi(data + start, (int)(end - start), ~crc) ^ 0xffffffffu : crc;
   napi_value result;
   CHECK(napi_create_uint32(env, out, &result));
   return result;
@@ -206,14 +284,9 @@ static napi_value calculate_marked(napi_env env, napi_callback_info info) {
   unsigned char *data = NULL;
   int64_t start = 0, end = 0;
   uint32_t crc = 0, room = 0, ptr = 0;
-  if (!byte_range(env, argv, &data, &start, &end)) return NULL;
-  CHECK(napi_get_value_uint32(env, argv[3], &crc));
-  CHECK(napi_get_value_uint32(env, argv[4], &room));
-  CHECK(napi_get_value_uint32(env, argv[5], &ptr));
-  if (room > MARKER_INTERVAL - MARKER_LENGTH) {
-    napi_throw_range_error(env, NULL, "room must be 0..508 octets");
+  if (!byte_range(env, argv, &data, &start, &end) || !crc_arg(env, argv[3], &crc) ||
+      !marker_args(env, argv[4], argv[5], &room, &ptr))
     return NULL;
-  }
   napi_value result;
   CHECK(napi_create_uint32(env, marked_crc(data + start, end - start, crc, room, ptr), &result));
   return result;
@@ -228,25 +301,26 @@ static napi_value copy_marked(napi_env env, napi_callback_info info) {
   unsigned char *dst_data = NULL;
   size_t dst_length = 0;
   if (!uint8_array(env, argv[0], "dst must be a Uint8Array", &dst_data, &dst_length)) return NULL;
-  int64_t dst_off = 0;
-  CHECK(napi_get_value_int64(env, argv[1], &dst_off));
+  double off = 0;
+  if (!integer_arg(env, argv[1], 0, MAX_SAFE, "dstOff must be an integer 0..2^53-1", &off)) return NULL;
+  const uint64_t dst_off = (uint64_t)off;
   unsigned char *src = NULL;
   int64_t start = 0, end = 0;
   if (!byte_range(env, argv + 2, &src, &start, &end)) return NULL;
   uint32_t crc = 0, room = 0, ptr = 0;
-  CHECK(napi_get_value_uint32(env, argv[5], &crc));
-  CHECK(napi_get_value_uint32(env, argv[6], &room));
-  CHECK(napi_get_value_uint32(env, argv[7], &ptr));
-  if (room > MARKER_INTERVAL - MARKER_LENGTH) {
-    napi_throw_range_error(env, NULL, "room must be 0..508 octets");
-    return NULL;
-  }
+  if (!crc_arg(env, argv[5], &crc) || !marker_args(env, argv[6], argv[7], &room, &ptr)) return NULL;
   int64_t left = end - start;
   int64_t markers = left > (int64_t)room ? (left - room + (MARKER_INTERVAL - MARKER_LENGTH) - 1) /
                                                 (MARKER_INTERVAL - MARKER_LENGTH)
                                           : 0;
-  if (dst_off < 0 || (uint64_t)dst_off + (uint64_t)left + (uint64_t)markers * MARKER_LENGTH > dst_length) {
+  const uint64_t need = (uint64_t)left + (uint64_t)markers * MARKER_LENGTH;
+  if (dst_off > dst_length || need > dst_length - dst_off || need > INT32_MAX) {
     napi_throw_range_error(env, NULL, "dst cannot hold the copy and its Markers");
+    return NULL;
+  }
+  /* What is written must not be what is read: a copy over its own source would read its Markers back. */
+  if (overlap(dst_data + dst_off, (size_t)need, src + start, (size_t)left)) {
+    napi_throw_range_error(env, NULL, "copyMarked: dst's range overlaps src's");
     return NULL;
   }
   const unsigned char *p = src + start;
@@ -263,7 +337,7 @@ static napi_value copy_marked(napi_env env, napi_callback_info info) {
       room = MARKER_INTERVAL - MARKER_LENGTH;
     }
     uint32_t n = left < (int64_t)room ? (uint32_t)left : room;
-    memmove(d, p, n);
+    memcpy(d, p, n);
     d += n;
     p += n;
     left -= n;
@@ -271,12 +345,20 @@ static napi_value copy_marked(napi_env env, napi_callback_info info) {
     ptr += n;
   }
   /* One CRC pass over all of it (still in cache): one call, not one per 508-octet piece. */
-  uint32_t out = crc32_iscsi(d0, (int)(d - d0), ~crc) ^ 0xffffffffu;
+  uint32_t out = d > d0 ? crc32_iscsi(d0, (int)(d - d0), ~crc) ^ 0xffffffffu : crc;
   napi_value result;
   CHECK(napi_create_uint32(env, out, &result));
   return result;
 }
 
+/* Spans copied on the stack up to this many frames (a sender's turn seals at most 256); more go to the heap. */
+#define FRAMES_ON_STACK 256
+
+/*
+ * The spans are copied into native memory, checked there, and only the copy is used: a CRC written into
+ * `bytes` can never change a span already checked. `spans` sharing memory with `bytes` is refused anyway
+ * (a TypeError): it is never what a caller means.
+ */
 static napi_value crc_frames(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
@@ -288,33 +370,43 @@ static napi_value crc_frames(napi_env env, napi_callback_info info) {
   bool is_ta = false;
   napi_typedarray_type type;
   void *span_data = NULL;
-  CHECK(napi_is_typedarray(env, argv[1], &is_ta));
+  if (napi_is_typedarray(env, argv[1], &is_ta) != napi_ok) return pending(env, "spans must be an Int32Array");
   if (!is_ta) return throw_type(env, "spans must be an Int32Array");
-  CHECK(napi_get_typedarray_info(env, argv[1], &type, &span_length, &span_data, NULL, NULL));
+  if (napi_get_typedarray_info(env, argv[1], &type, &span_length, &span_data, NULL, NULL) != napi_ok)
+    return pending(env, "spans must be an Int32Array");
   if (type != napi_int32_array) return throw_type(env, "spans must be an Int32Array");
-  uint32_t count = 0;
-  CHECK(napi_get_value_uint32(env, argv[2], &count));
-  if ((uint64_t)count * 2 > span_length) {
-    napi_throw_range_error(env, NULL, "count exceeds the spans given");
+  if (span_data == NULL) span_length = 0; /* detached */
+  double dcount = 0;
+  if (!integer_arg(env, argv[2], 0, UINT32_MAX, "count must be an integer 0..2^32-1", &dcount)) return NULL;
+  const uint32_t count = (uint32_t)dcount;
+  if ((uint64_t)count * 2 > span_length) return throw_range(env, "count exceeds the spans given");
+  if (count == 0) return NULL;
+  if (overlap(span_data, span_length * sizeof(int32_t), bytes, length))
+    return throw_type(env, "crcFrames: spans must not share memory with bytes");
+  int32_t small[2 * FRAMES_ON_STACK];
+  int32_t *spans = count <= FRAMES_ON_STACK ? small : malloc((size_t)count * 2 * sizeof(int32_t));
+  if (spans == NULL) {
+    napi_throw_error(env, NULL, "crcFrames: out of memory");
     return NULL;
   }
-  const int32_t *spans = (const int32_t *)span_data;
+  memcpy(spans, span_data, (size_t)count * 2 * sizeof(int32_t));
   /* Every span is checked before any CRC is written: a bad one changes nothing. */
   for (uint32_t i = 0; i < count; i++) {
     int64_t start = spans[2 * i], end = spans[2 * i + 1];
     if (start < 0 || end < start || (uint64_t)end + 4 > length) {
-      napi_throw_range_error(env, NULL, "a frame's span lies outside the array");
-      return NULL;
+      if (spans != small) free(spans);
+      return throw_range(env, "a frame's span lies outside the array");
     }
   }
   for (uint32_t i = 0; i < count; i++) {
     int32_t start = spans[2 * i], end = spans[2 * i + 1];
-    uint32_t c = crc32_iscsi(bytes + start, (int)(end - start), 0xffffffffu) ^ 0xffffffffu;
+    uint32_t c = end > start ? crc32_iscsi(bytes + start, (int)(end - start), 0xffffffffu) ^ 0xffffffffu : 0;
     bytes[end] = (unsigned char)c;
     bytes[end + 1] = (unsigned char)(c >> 8);
     bytes[end + 2] = (unsigned char)(c >> 16);
     bytes[end + 3] = (unsigned char)(c >> 24);
   }
+  if (spans != small) free(spans);
   return NULL;
 }
 

@@ -109,8 +109,11 @@ napi_value open_tun(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "openTun(name, netnsPath?): name must be a string");
     return NULL;
   }
-  CHECK(napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n));
-  if (n == 0 || n > NAME_MAX_LEN || strlen(name) != n || strchr(name, '/') != NULL) {
+  /* The whole length first: copying into `name` alone would cut a longer name short at a UTF-8 boundary. */
+  size_t full = 0;
+  CHECK(napi_get_value_string_utf8(env, argv[0], NULL, 0, &full));
+  if (full <= NAME_MAX_LEN) CHECK(napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n));
+  if (n == 0 || n != full || n > NAME_MAX_LEN || strlen(name) != n || strchr(name, '/') != NULL) {
     napi_throw_range_error(env, NULL, "openTun(name, netnsPath?): name must be 1..15 octets, no NUL or '/'");
     return NULL;
   }
@@ -121,8 +124,10 @@ napi_value open_tun(napi_env env, napi_callback_info info) {
       napi_throw_type_error(env, NULL, "openTun(name, netnsPath?): netnsPath must be a string");
       return NULL;
     }
-    CHECK(napi_get_value_string_utf8(env, argv[1], path, sizeof path, &n));
-    if (n == 0 || n >= sizeof path - 1 || strlen(path) != n) {
+    n = 0;
+    CHECK(napi_get_value_string_utf8(env, argv[1], NULL, 0, &full));
+    if (full < sizeof path - 1) CHECK(napi_get_value_string_utf8(env, argv[1], path, sizeof path, &n));
+    if (n == 0 || n != full || n >= sizeof path - 1 || strlen(path) != n) {
       napi_throw_range_error(env, NULL, "openTun(name, netnsPath?): netnsPath must be a path of 1..4094 octets");
       return NULL;
     }
@@ -314,12 +319,14 @@ napi_value watch_tun(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   napi_valuetype t;
-  int32_t fd = -1;
+  double d = -1;
+  /* An integer 0..2^31-1, never truncated or coerced (1.5, 2^32 + 3, NaN would name another descriptor). */
   if (argc < 1 || napi_typeof(env, argv[0], &t) != napi_ok || t != napi_number ||
-      napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
+      napi_get_value_double(env, argv[0], &d) != napi_ok || !(d >= 0 && d <= INT_MAX) || d != (double)(int)d) {
     napi_throw_type_error(env, NULL, "watchTun(fd, onPacket, onError): fd must be a descriptor number");
     return NULL;
   }
+  const int fd = (int)d;
   for (size_t i = 1; i < 3; i++)
     if (argc <= i || napi_typeof(env, argv[i], &t) != napi_ok || t != napi_function) {
       napi_throw_type_error(env, NULL, "watchTun(fd, onPacket, onError): onPacket and onError must be functions");
