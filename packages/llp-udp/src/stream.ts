@@ -52,6 +52,11 @@ export interface UdpStreamStats {
   readonly holdOverflows: number;
   /** DATA dropped because holding it for a paused reader did not fit the process's memory budget. */
   readonly budgetDrops: number;
+  /**
+   * DATA dropped because its ULPDU was longer than the MULPDU, i.e. the peer sent a datagram above the size
+   * agreed at setup (a protocol violation: dropped and counted, docs/UDP-LLP.md "Data").
+   */
+  readonly oversizeDrops: number;
   readonly probesSent: number;
 }
 
@@ -84,7 +89,14 @@ export class UdpStream extends BaseLlpStream {
   private closeTimer: NodeJS.Timeout | undefined;
   /** Set while the connection aborts every stream with one ABORT datagram. */
   quietAbort = false;
-  private readonly counters = { ulpdusSent: 0, ulpdusReceived: 0, holdOverflows: 0, budgetDrops: 0, probesSent: 0 };
+  private readonly counters = {
+    ulpdusSent: 0,
+    ulpdusReceived: 0,
+    holdOverflows: 0,
+    budgetDrops: 0,
+    oversizeDrops: 0,
+    probesSent: 0,
+  };
 
   constructor(
     id: number,
@@ -171,6 +183,17 @@ export class UdpStream extends BaseLlpStream {
 
   onData(seq: number, body: Uint8Array): void {
     if (this.state === 'closed') return;
+    if (body.byteLength > this.mulpdu) {
+      // Longer than the MULPDU: the peer sent a datagram above the size agreed at setup. Neither held nor
+      // handed up — the ULP is promised nothing above the MULPDU (RFC 5041 §3), and holding it would let a
+      // peer pin up to 64 KiB per held datagram. A peer's protocol violation on an established connection is
+      // answered as docs/UDP-LLP.md answers the others (a datagram for a stream not granted, without the
+      // CRC32c in use, from another address; DATA past a paused reader's hold): dropped and counted, no ABORT, no
+      // teardown — on this LLP a dropped datagram is a lost one, which the class allows (docs/UDP-LLP.md
+      // "Data" and "Wire format"; ABORT code 3 answers only malformed setup datagrams).
+      this.counters.oversizeDrops++;
+      return;
+    }
     if (this.readingPaused || this.inbound.length > 0) {
       if (this.inbound.length >= this.host.holdLimit) {
         this.counters.holdOverflows++; // the peer ignored our window: lost, as the class allows
