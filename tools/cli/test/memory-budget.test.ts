@@ -73,6 +73,21 @@ describe('rddp --memory-budget (one budget per process, a quarter per source)', 
     server.child.kill('SIGTERM');
   });
 
+  it("perf --persistent --memory-budget 8m: a HELLO asking for more than its source's quarter is REFUSED naming the budget; a small one is served", async () => {
+    const port = await freePort();
+    const server = run(['perf', 'write_bw', '-p', String(port), '--persistent', '--memory-budget', '8m']);
+    await stderrMatches(server.child, /listening/);
+    // 4 MiB messages need more than the process budget's quarter (2 MiB) for 127.0.0.1, well within
+    // --max-memory's 512 MiB: the process budget is what refuses.
+    const big = await run(['perf', 'write_bw', '127.0.0.1', '-p', String(port), '-s', '4194304', '-n', '20']).done;
+    expect(big.code).not.toBe(0);
+    expect(big.err).toMatch(/server refused: busy: .*over the process memory budget/);
+    const small = await run(['perf', 'write_bw', '127.0.0.1', '-p', String(port), '-s', '4096', '-n', '200']).done;
+    expect(small.err).toBe('');
+    expect(small.code).toBe(0);
+    server.child.kill('SIGTERM');
+  });
+
   it('a budget that is not a size is a usage error before anything runs', async () => {
     const r = await run(['rping', '-s', '--memory-budget', 'lots']).done;
     expect(r.code).toBe(2);

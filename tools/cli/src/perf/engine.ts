@@ -5,7 +5,7 @@
  * the measured traffic is plain RDMA Writes, Reads and Sends, posted unsignaled but for one in `cqMod`
  * (perftest's CQ moderation). Data is verified at the end of every size unless --no-verify.
  */
-import type { LlpConnection } from '@rddp/llp';
+import { type LlpConnection, type MemoryReservation, processMemoryBudget, sourceKey } from '@rddp/llp';
 import type { RdmapStreamBuilder } from '@rddp/stack';
 import { Access, type Device, type Mr, type RemoteBuffer, type SendWorkRequest, type Sge } from '@rddp/verbs';
 import { filter, firstValueFrom } from 'rxjs';
@@ -238,6 +238,7 @@ export async function perfServe(
   const helloMr = s.register(new Uint8Array(CONTROL_SIZE), Access.LocalWrite);
   s.repost(helloMr.sge());
   let reserved = 0;
+  let fromProcess: MemoryReservation | undefined;
   try {
     const first = await s.recv();
     let hello: Hello;
@@ -249,6 +250,14 @@ export async function perfServe(
           `busy: ${need} octets of buffers asked, ${budget.inUse} of --max-memory ${budget.limit} in use`,
         );
       reserved = need;
+      // The same octets out of the process's one budget, under the client's source (docs/SECURITY.md).
+      const pb = processMemoryBudget();
+      const source = sourceKey(conn.remoteAddress.host ?? '');
+      fromProcess = pb.reserve(need, source);
+      if (fromProcess === undefined)
+        throw new PerfHelloRefusedError(
+          `busy: ${need} octets of buffers asked, over the process memory budget (${pb.used} of ${pb.limit} held; ${pb.usedBy(source)} of ${pb.sourceLimit} by ${source})`,
+        );
     } catch (e) {
       if (e instanceof PerfHelloRefusedError) {
         const refused: Refused = { type: 'refused', reason: e.reason };
@@ -262,6 +271,7 @@ export async function perfServe(
     throw await watch.explain(e); // the client's Terminate, reset or close in mid-run, if that is what failed
   } finally {
     budget.release(reserved);
+    fromProcess?.release();
   }
 }
 
