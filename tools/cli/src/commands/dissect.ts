@@ -1,9 +1,19 @@
 /**
  * `rddp dissect FILE.pcap[ng]` — decodes the iWARP traffic of a capture (MPA/TCP, DDP over SCTP, the UDP
  * LLP) with @rddp/conformance's own codec and flags what a receiver must reject, with the clause.
- * Exit status: 0 decoded, nothing to reject; 3 decoded, findings to reject; 1 unreadable input; 2 usage.
+ * The capture is streamed (read a chunk at a time, each packet decoded as it arrives) in bounded memory;
+ * the report keeps at most --max-events events, findings and connection summaries and counts the rest.
+ * Exit status: 0 decoded, nothing to reject; 3 decoded, findings to reject; 1 unreadable input (also a
+ * file over --max-capture-bytes, refused before reading, or a FIFO/device cut there); 2 usage.
  */
-import { dissectExitStatus, dissectFile, formatDissectJson, formatDissectText } from '@rddp/conformance';
+import {
+  DEFAULT_MAX_REPORT_ENTRIES,
+  dissectExitStatus,
+  dissectFile,
+  formatDissectJson,
+  formatDissectText,
+  MAX_CAPTURE_BYTES,
+} from '@rddp/conformance';
 import type { Command } from 'commander';
 import { integerIn, integerListIn } from '../flags.js';
 
@@ -11,7 +21,7 @@ export function registerDissect(program: Command): void {
   program
     .command('dissect')
     .description('decode an iWARP capture (pcap/pcapng): MPA, DDP, RDMAP per frame, per-connection summary, findings')
-    .argument('<file>', 'capture file (pcap or pcapng)')
+    .argument('<file>', 'capture file (pcap or pcapng; a FIFO or device is read up to --max-capture-bytes)')
     .option('--json', 'print the whole report as JSON')
     .option('--notes', 'also list notes (findings that are not errors)')
     .option('--max-ulpdu <n>', 'longest ULPDU accepted without a finding (RFC 5044 §3: 64768)', integerIn(1, 65535))
@@ -20,6 +30,18 @@ export function registerDissect(program: Command): void {
       'connections, SCTP associations and UDP flows decoded at once; later ones are skipped with a note',
       integerIn(1, 1 << 20),
       '4096',
+    )
+    .option(
+      '--max-events <n>',
+      'events, findings and connection summaries kept in the report, each; the rest are counted ("N more")',
+      integerIn(1, 1_000_000),
+      String(DEFAULT_MAX_REPORT_ENTRIES),
+    )
+    .option(
+      '--max-capture-bytes <n>',
+      'most octets read: a longer file is refused before reading, a FIFO or device is cut here (exit 1)',
+      integerIn(1, 2 ** 40),
+      String(MAX_CAPTURE_BYTES),
     )
     .option('--sctp-udp-port <list>', 'UDP ports carrying SCTP (9899, RFC 6951, always)', integerListIn(1, 65535))
     .option(
@@ -41,6 +63,8 @@ export function registerDissect(program: Command): void {
           notes?: boolean;
           maxUlpdu?: string;
           maxConnections: string;
+          maxEvents: string;
+          maxCaptureBytes: string;
           sctpUdpPort?: string;
           udpLlpPort?: string;
         },
@@ -49,10 +73,14 @@ export function registerDissect(program: Command): void {
         const report = await dissectFile(file, {
           ...(o.maxUlpdu !== undefined ? { maxUlpdu: Number(o.maxUlpdu) } : {}),
           maxConnections: Number(o.maxConnections),
+          maxEvents: Number(o.maxEvents),
+          maxCaptureBytes: Number(o.maxCaptureBytes),
           sctpUdpPorts: ports(o.sctpUdpPort),
           udpLlpPorts: ports(o.udpLlpPort),
         });
-        process.stdout.write(o.json ? formatDissectJson(report) : formatDissectText(report, { notes: !!o.notes }));
+        const text = o.json ? formatDissectJson(report) : formatDissectText(report, { notes: !!o.notes });
+        // Exit only once the report is out: a pipe takes stdout asynchronously.
+        await new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
         process.exit(dissectExitStatus(report));
       },
     );

@@ -225,7 +225,7 @@ export class DdpStream {
     d.open.delete(key);
     const name = opcodeName(m.opcode);
     this.conn.operations[name] = (this.conn.operations[name] ?? 0) + 1;
-    if (s.terminate) this.conn.terminates.push({ frame, direction: d.label, name: s.terminate.name });
+    if (s.terminate) this.rec.terminate(this.conn, { frame, direction: d.label, name: s.terminate.name });
     // One-segment messages are told by their segment's event already.
     if (m.segments === 1) return;
     const where = s.ddp.tagged ? `STag ${hex(s.ddp.stag)}` : `QN ${s.ddp.qn} MSN ${s.ddp.msn}`;

@@ -5,12 +5,12 @@
  * At most `maxConnections` connections, associations and UDP flows are followed at once; one that ends
  * (TCP FIN both ways or RST, SCTP ABORT or SHUTDOWN COMPLETE, UDP LLP ABORT of every stream) frees its place.
  */
-import { type Capture, readCapture, readCaptureBytes } from '../pcap/read.js';
+import { type Capture, type CapturedPacket, streamCaptureBytes, streamCaptureFile } from '../pcap/read.js';
 import { note } from '../wire/violation.js';
 import type { DissectReport } from './model.js';
 import { MpaTcpConnection, type MpaTcpOptions } from './mpa-tcp.js';
 import { decodePacket } from './packet.js';
-import { Recorder } from './recorder.js';
+import { DEFAULT_MAX_REPORT_ENTRIES, Recorder } from './recorder.js';
 import { looksLikeSctp, SCTP_UDP_PORT, SctpAssociation } from './sctp.js';
 import { MAX_TCP_OUT_OF_ORDER, MAX_TCP_OUT_OF_ORDER_SEGMENTS, TcpDirection } from './tcp.js';
 import { looksLikeUdpLlpRequest, UdpLlpFlow } from './udp-llp.js';
@@ -25,6 +25,10 @@ export interface DissectOptions extends MpaTcpOptions {
   readonly sctpUdpPorts?: readonly number[];
   /** UDP ports that carry the UDP LLP; any flow opened by a well-formed REQUEST is recognized without. */
   readonly udpLlpPorts?: readonly number[];
+  /** Events, findings and connection summaries kept in the report, each (default 10 000); the rest are counted. */
+  readonly maxEvents?: number;
+  /** Most octets read from a capture file (default MAX_CAPTURE_BYTES, 1 GiB). */
+  readonly maxCaptureBytes?: number;
 }
 
 interface TcpConn {
@@ -62,47 +66,72 @@ function finishTcp(c: TcpConn, frame: number, closed: boolean): void {
 
 const pairKey = (a: string, b: string, proto: string) => `${proto}:${[a, b].sort().join('|')}`;
 
-/** Decodes a capture already read. */
-export function dissectCapture(capture: Capture, options: DissectOptions = {}, file?: string): DissectReport {
-  const rec = new Recorder();
-  const tcp = new Map<string, TcpConn>();
-  const udp = new Map<string, UdpFlow>();
-  const sctp = new Map<string, SctpAssociation>();
-  const sctpPorts = new Set([SCTP_UDP_PORT, ...(options.sctpUdpPorts ?? [])]);
-  const llpPorts = new Set(options.udpLlpPorts ?? []);
-  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+/**
+ * The decoder as a packet sink: `packet()` for each captured packet in order, then `finish()`. Holds
+ * only per-connection state (bounded by `maxConnections` and each transport's limits) and the report's
+ * bounded lists, never the packets: a capture of any length is decoded in bounded memory.
+ */
+export class Dissector {
+  private readonly rec: Recorder;
+  private readonly tcp = new Map<string, TcpConn>();
+  private readonly udp = new Map<string, UdpFlow>();
+  private readonly sctp = new Map<string, SctpAssociation>();
+  private readonly sctpPorts: Set<number>;
+  private readonly llpPorts: Set<number>;
+  private readonly maxConnections: number;
   // Flows refused at the limit, remembered (a bounded number of them) so that none is picked up half-way
   // once a place frees; packets of those not remembered are still counted.
-  const refused = new Set<string>();
-  const maxRefused = Math.max(maxConnections, DEFAULT_MAX_CONNECTIONS);
-  const over = { flows: 0, packets: 0, firstFrame: 0, forgot: false };
+  private readonly refused = new Set<string>();
+  private readonly maxRefused: number;
+  private readonly over = { flows: 0, packets: 0, firstFrame: 0, forgot: false };
+  private ids = 0;
+  private last = 0;
+  /** Packets seen. */
+  packets = 0;
+
+  constructor(private readonly options: DissectOptions = {}) {
+    this.rec = new Recorder(options.maxEvents ?? DEFAULT_MAX_REPORT_ENTRIES);
+    this.sctpPorts = new Set([SCTP_UDP_PORT, ...(options.sctpUdpPorts ?? [])]);
+    this.llpPorts = new Set(options.udpLlpPorts ?? []);
+    this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    this.maxRefused = Math.max(this.maxConnections, DEFAULT_MAX_CONNECTIONS);
+  }
+
   /** Whether a flow not followed yet may be; `opening`: its first packet (SYN, INIT, REQUEST). */
-  const admit = (key: string, frame: number, opening: boolean): boolean => {
+  private admit(key: string, frame: number, opening: boolean): boolean {
+    const refused = this.refused;
+    const over = this.over;
     const known = refused.has(key);
     if (known && !opening) {
       over.packets++;
       return false;
     }
-    if (tcp.size + sctp.size + udp.size < maxConnections) {
+    if (this.tcp.size + this.sctp.size + this.udp.size < this.maxConnections) {
       refused.delete(key);
       return true;
     }
     over.packets++;
     if (over.firstFrame === 0) over.firstFrame = frame;
     if (known) return false; // its opening again (a retransmitted SYN or INIT): counted already
-    if (refused.size < maxRefused) {
+    if (refused.size < this.maxRefused) {
       refused.add(key);
       over.flows++;
     } else over.forgot = true;
     return false;
-  };
-  let ids = 0;
-  let last = 0;
-  for (const pkt of capture.packets) {
-    last = pkt.frame;
+  }
+
+  /** One captured packet (in capture order). */
+  packet(pkt: CapturedPacket): void {
+    this.packets++;
+    this.last = pkt.frame;
     const p = decodePacket(pkt.linktype, pkt.data);
-    if (!p) continue;
+    if (!p) return;
     const l4 = p.l4;
+    const options = this.options;
+    const rec = this.rec;
+    const tcp = this.tcp;
+    const udp = this.udp;
+    const sctp = this.sctp;
     if (l4.proto === 'tcp') {
       const from = `${p.src}:${l4.srcPort}`;
       const to = `${p.dst}:${l4.dstPort}`;
@@ -116,8 +145,8 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
       }
       if (!c) {
         // Nothing to decode in a reset or an empty segment of a connection not followed.
-        if (l4.rst || (!l4.syn && l4.payload.byteLength === 0)) continue;
-        if (!admit(key, pkt.frame, l4.syn && !l4.ackFlag)) continue;
+        if (l4.rst || (!l4.syn && l4.payload.byteLength === 0)) return;
+        if (!this.admit(key, pkt.frame, l4.syn && !l4.ackFlag)) return;
         const synAck = l4.syn && l4.ackFlag;
         const initiator = synAck ? to : from;
         const responder = synAck ? from : to;
@@ -133,7 +162,7 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
           initiator,
           responder,
           dirs,
-          mpa: new MpaTcpConnection(rec, `tcp-${++ids}`, initiator, responder, { ...options, gap }),
+          mpa: new MpaTcpConnection(rec, `tcp-${++this.ids}`, initiator, responder, { ...options, gap }),
           fin: new Set(),
         };
         tcp.set(key, c);
@@ -160,10 +189,10 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
         finishTcp(c, pkt.frame, true);
         tcp.delete(key);
       }
-      continue;
+      return;
     }
     if (l4.proto === 'sctp') {
-      if (l4.packet.byteLength < 12) continue;
+      if (l4.packet.byteLength < 12) return;
       const sp = (((l4.packet[0] as number) << 8) | (l4.packet[1] as number)) >>> 0;
       const dp = (((l4.packet[2] as number) << 8) | (l4.packet[3] as number)) >>> 0;
       const from = `${p.src}:${sp}`;
@@ -173,9 +202,9 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
       if (!a) {
         const chunk = firstChunk(l4.packet);
         // The last packet of an association already ended (or never seen) starts none.
-        if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) continue;
-        if (!admit(key, pkt.frame, chunk === SCTP_INIT)) continue;
-        a = new SctpAssociation(rec, `sctp-${++ids}`, false);
+        if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) return;
+        if (!this.admit(key, pkt.frame, chunk === SCTP_INIT)) return;
+        a = new SctpAssociation(rec, `sctp-${++this.ids}`, false);
         sctp.set(key, a);
       }
       a.packet(pkt.frame, from, to, l4.packet);
@@ -183,7 +212,7 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
         a.end(pkt.frame, true);
         sctp.delete(key);
       }
-      continue;
+      return;
     }
     // UDP: SCTP over UDP (RFC 6951), the UDP LLP, or neither (nothing kept for those).
     const from = `${p.src}:${l4.srcPort}`;
@@ -192,15 +221,15 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
     let f = udp.get(key);
     if (!f) {
       const pl = l4.payload;
-      if (sctpPorts.has(l4.srcPort) || sctpPorts.has(l4.dstPort) || looksLikeSctp(pl)) {
+      if (this.sctpPorts.has(l4.srcPort) || this.sctpPorts.has(l4.dstPort) || looksLikeSctp(pl)) {
         const chunk = firstChunk(pl);
-        if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) continue;
-        if (!admit(key, pkt.frame, chunk === SCTP_INIT)) continue;
-        f = { kind: 'sctp', assoc: new SctpAssociation(rec, `sctp-udp-${++ids}`, true) };
-      } else if (llpPorts.has(l4.srcPort) || llpPorts.has(l4.dstPort) || looksLikeUdpLlpRequest(pl)) {
-        if (!admit(key, pkt.frame, looksLikeUdpLlpRequest(pl))) continue;
-        f = { kind: 'llp', flow: new UdpLlpFlow(rec, `udp-llp-${++ids}`) };
-      } else continue;
+        if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) return;
+        if (!this.admit(key, pkt.frame, chunk === SCTP_INIT)) return;
+        f = { kind: 'sctp', assoc: new SctpAssociation(rec, `sctp-udp-${++this.ids}`, true) };
+      } else if (this.llpPorts.has(l4.srcPort) || this.llpPorts.has(l4.dstPort) || looksLikeUdpLlpRequest(pl)) {
+        if (!this.admit(key, pkt.frame, looksLikeUdpLlpRequest(pl))) return;
+        f = { kind: 'llp', flow: new UdpLlpFlow(rec, `udp-llp-${++this.ids}`) };
+      } else return;
       udp.set(key, f);
     }
     if (f.kind === 'sctp') {
@@ -217,44 +246,81 @@ export function dissectCapture(capture: Capture, options: DissectOptions = {}, f
       }
     }
   }
-  for (const c of tcp.values()) finishTcp(c, last, false);
-  for (const a of sctp.values()) a.end(last);
-  for (const f of udp.values()) {
-    if (f.kind === 'sctp') f.assoc.end(last);
-    else f.flow.end(last);
+
+  /** The end of the capture: what is still open is ended, and the report. */
+  finish(format: 'pcap' | 'pcapng', file?: string): DissectReport {
+    const rec = this.rec;
+    const over = this.over;
+    const maxConnections = this.maxConnections;
+    const last = this.last;
+    for (const c of this.tcp.values()) finishTcp(c, last, false);
+    for (const a of this.sctp.values()) a.end(last);
+    for (const f of this.udp.values()) {
+      if (f.kind === 'sctp') f.assoc.end(last);
+      else f.flow.end(last);
+    }
+    this.tcp.clear();
+    this.sctp.clear();
+    this.udp.clear();
+    if (over.packets > 0)
+      rec.captureEvent(
+        over.firstFrame,
+        `connections beyond ${maxConnections} at once not decoded: ${over.flows}${over.forgot ? ' or more' : ''}`,
+        [
+          note(
+            'dissect-connection-limit',
+            'docs/CONFORMANCE.md "Limits"',
+            `more than ${maxConnections} connections, associations and UDP flows at once (--max-connections): ${over.flows}${over.forgot ? ' or more' : ''} not decoded, ${over.packets} packets skipped`,
+          ),
+        ],
+      );
+    rec.events.sort((a, b) => a.frame - b.frame);
+    const o = rec.omitted;
+    const cut = o.events + o.findings + o.connections > 0;
+    return {
+      ...(file !== undefined ? { file } : {}),
+      format,
+      packets: this.packets,
+      connections: rec.connections,
+      events: rec.events,
+      findings: rec.findings,
+      ...(cut ? { omitted: o } : {}),
+    };
   }
-  if (over.packets > 0)
-    rec.captureEvent(
-      over.firstFrame,
-      `connections beyond ${maxConnections} at once not decoded: ${over.flows}${over.forgot ? ' or more' : ''}`,
-      [
-        note(
-          'dissect-connection-limit',
-          'docs/CONFORMANCE.md "Limits"',
-          `more than ${maxConnections} connections, associations and UDP flows at once (--max-connections): ${over.flows}${over.forgot ? ' or more' : ''} not decoded, ${over.packets} packets skipped`,
-        ),
-      ],
-    );
-  rec.events.sort((a, b) => a.frame - b.frame);
-  return {
-    ...(file !== undefined ? { file } : {}),
-    format: capture.format,
-    packets: capture.packets.length,
-    connections: rec.connections,
-    events: rec.events,
-    findings: rec.findings,
-  };
 }
 
+/** Decodes a capture already read. */
+export function dissectCapture(capture: Capture, options: DissectOptions = {}, file?: string): DissectReport {
+  const d = new Dissector(options);
+  for (const pkt of capture.packets) d.packet(pkt);
+  return d.finish(capture.format, file);
+}
+
+/**
+ * Reads and decodes a capture file as a stream (CAPTURE_READ_CHUNK at a time, each packet decoded as it
+ * is read): a regular file longer than `maxCaptureBytes` (default MAX_CAPTURE_BYTES) is refused before
+ * reading, a FIFO or device is cut there (CaptureFormatError either way).
+ */
 export async function dissectFile(path: string, options: DissectOptions = {}): Promise<DissectReport> {
-  return dissectCapture(await readCapture(path), options, path);
+  const d = new Dissector(options);
+  const { format } = await streamCaptureFile(path, (p) => d.packet(p), {
+    ...(options.maxCaptureBytes !== undefined ? { maxBytes: options.maxCaptureBytes } : {}),
+  });
+  return d.finish(format, path);
 }
 
 export async function dissectBytes(bytes: Uint8Array, options: DissectOptions = {}): Promise<DissectReport> {
-  return dissectCapture(await readCaptureBytes(bytes), options);
+  const d = new Dissector(options);
+  const { format } = streamCaptureBytes(bytes, (p) => d.packet(p));
+  return d.finish(format);
+}
+
+/** Findings a receiver must reject, counting those past the report's bound. */
+export function rejectCount(r: DissectReport): number {
+  return r.findings.filter((f) => f.severity === 'reject').length + (r.omitted?.findingsBySeverity.reject ?? 0);
 }
 
 /** Exit status: 3 when a finding is something a receiver must reject, else 0. */
 export function dissectExitStatus(r: DissectReport): 0 | 3 {
-  return r.findings.some((f) => f.severity === 'reject') ? 3 : 0;
+  return rejectCount(r) > 0 ? 3 : 0;
 }

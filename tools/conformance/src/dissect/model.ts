@@ -48,7 +48,17 @@ export interface ConnectionSummary {
   segments: number;
   readonly crc: { good: number; bad: number; off: number };
   readonly terminates: { frame: number; direction: string; name: string }[];
+  /** Terminates beyond the first MAX_TERMINATES_LISTED (counted, not listed); absent when none. */
+  terminatesOmitted?: number;
   readonly findings: Record<Severity, number>;
+}
+
+/** What a report counted and did not keep, past its bound (`maxEvents`) on each list. */
+export interface Omitted {
+  events: number;
+  findings: number;
+  readonly findingsBySeverity: Record<Severity, number>;
+  connections: number;
 }
 
 export interface DissectReport {
@@ -58,6 +68,8 @@ export interface DissectReport {
   readonly connections: ConnectionSummary[];
   readonly events: DissectEvent[];
   readonly findings: Finding[];
+  /** Present only when the report was cut at its bound: the events, findings and connections left out. */
+  readonly omitted?: Omitted;
 }
 
 /** Converts bigints (and nested values) to JSON-safe values. */

@@ -375,7 +375,8 @@ export class SctpAssociation {
         v,
         { sid: f.sid, function: fn, name, privateData: msg.subarray(4) },
       );
-      if (fn === 4) conn.terminates.push({ frame, direction: label, name: `Session Terminate (SCTP stream ${f.sid})` });
+      if (fn === 4)
+        this.rec.terminate(conn, { frame, direction: label, name: `Session Terminate (SCTP stream ${f.sid})` });
       return;
     }
     this.rec.event(conn, frame, label, 'sctp-chunk', `SCTP stream ${f.sid}: user message with PPID ${f.ppid}`, [

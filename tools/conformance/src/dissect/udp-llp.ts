@@ -160,7 +160,7 @@ export class UdpLlpFlow {
     } else if (h.type === 9) {
       const code = body.byteLength >= 2 ? u16(body, 0) : 0;
       text += `: ${ABORT_CODES[code] ?? `code ${code}`}`;
-      conn.terminates.push({ frame, direction: label, name: `ABORT (${ABORT_CODES[code] ?? code})` });
+      this.rec.terminate(conn, { frame, direction: label, name: `ABORT (${ABORT_CODES[code] ?? code})` });
       if (h.streamId === ALL_STREAMS) this.closed = true;
     }
     this.rec.event(conn, frame, label, 'udp-llp', text, v);
