@@ -146,7 +146,18 @@ describe('rping -s -P: a persistent server, every client on its own', () => {
 
   it('--max-memory: a client whose buffer does not fit gets a Terminate; a smaller one is served', async () => {
     const port = await freePort();
-    const server = run(['rping', '-s', '-P', '-p', String(port), '--max-memory', '100000']);
+    // One source may hold all of it here (by default a quarter: rping-bounds.test.ts).
+    const server = run([
+      'rping',
+      '-s',
+      '-P',
+      '-p',
+      String(port),
+      '--max-memory',
+      '100000',
+      '--max-memory-per-source',
+      '100000',
+    ]);
     await stderrMatches(server.child, /listening on/);
     const big = await endsWithin(
       run(['rping', '-c', '-a', '127.0.0.1', '-p', String(port), '-C', '1', '-S', '200000']),

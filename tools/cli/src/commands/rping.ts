@@ -3,7 +3,7 @@
  * (src/rping/protocol.ts), so it can face a real rping over Linux siw.
  */
 import { Access } from '@rddp/ddp';
-import type { LlpConnection, LlpListener } from '@rddp/llp';
+import { type LlpConnection, type LlpListener, MemoryBudget, SourceShares } from '@rddp/llp';
 import { type Command, Option } from 'commander';
 import { firstValueFrom } from 'rxjs';
 import {
@@ -15,13 +15,19 @@ import {
   tolerateEarlyFpduOption,
 } from '../flags.js';
 import { PeerWatch } from '../peer.js';
-import { MemoryBudget } from '../perf/hello.js';
 import {
   RpingAdvertisementTooLargeError,
   RpingBogusDataError,
   RpingError,
-  RpingServerBusyError,
+  RpingStepTimeoutError,
 } from '../rping/errors.js';
+import {
+  clientSource,
+  RPING_DEFAULT_STEP_TIMEOUT_MS,
+  RpingBufferReservation,
+  type RpingSharedBudget,
+  withinStep,
+} from '../rping/limits.js';
 import {
   cString,
   cStringLength,
@@ -65,6 +71,14 @@ export interface RpingOptions {
   maxClients?: string;
   /** -P: octets of ping buffers all clients together may make the server hold. */
   maxMemory?: string;
+  /** -P: clients one source (`sourceKey`) may have served at once. */
+  maxClientsPerSource?: string;
+  /** -P: octets of ping buffers one source's clients together may make the server hold. */
+  maxMemoryPerSource?: string;
+  /** IPv6 prefix length clients are grouped into sources by (IPv4: one address, one source). */
+  ipv6SourcePrefix?: string;
+  /** Server: milliseconds a client has for each step before it is Terminated. */
+  stepTimeout?: string;
   /** Hidden: a deliberate bug, the control that proves `rddp conformance` can fail (PLANTED_BUGS). */
   plantBug?: string;
 }
@@ -76,6 +90,9 @@ const TERMINATE_WITHIN_MS = 2000;
 /** -P defaults: clients served at once, and the octets of ping buffers they may make the server hold. */
 export const RPING_DEFAULT_MAX_CLIENTS = 64;
 export const RPING_DEFAULT_MAX_MEMORY = 256 << 20;
+/** -P defaults per source: a quarter of --max-clients (at least 1) and of --max-memory. */
+export const RPING_SOURCE_SHARE_DIVISOR = 4;
+export { RPING_DEFAULT_STEP_TIMEOUT_MS };
 
 /**
  * PLANTED BUG (hidden `--plant-bug`, for the conformance kit's control case only): `terminate-code`
@@ -172,32 +189,46 @@ export async function rpingClient(
   }
 }
 
-/** Serves one client until it disconnects (rping's server loop). */
+/**
+ * Serves one client until it disconnects (rping's server loop). Each step the client must take (its
+ * advertisements, the RDMA Read Response, the completions of what is sent to it) has `stepTimeoutMs`
+ * (default 10 s); past it the client is Terminated (`RpingStepTimeoutError`; aborted if it has sent
+ * nothing yet). Its ping buffer is reserved, when its first advertisement comes, under `source` (default:
+ * `sourceKey` of its address) from `budget` (-P) and the process's memory budget.
+ */
 export async function rpingServe(
   conn: LlpConnection,
   tt: ToolTransport,
-  o: { size: number; verbose: boolean; budget?: MemoryBudget },
+  o: { size: number; verbose: boolean; budget?: RpingSharedBudget; source?: string; stepTimeoutMs?: number },
   out: Out,
 ): Promise<number> {
   const s = new RdmaSession(conn, { profile: tt.profileOf(conn), debug: out.debug, rdmapFactory: tt.rdmapFactory });
   const watch = new PeerWatch(conn, s.rdmap.terminate$);
-  const budget = o.budget;
-  let reserved = 0;
+  const stepMs = o.stepTimeoutMs ?? RPING_DEFAULT_STEP_TIMEOUT_MS;
+  const step = <T>(p: Promise<T>, what: string): Promise<T> => withinStep(p, stepMs, what);
+  const reservation = new RpingBufferReservation(o.source ?? clientSource(conn.remoteAddress), o.budget);
   let rdmaBuf = new Uint8Array(0);
   let local = { stag: 0, addr: 0n };
   const recvBuf = new Uint8Array(RPING_INFO_LENGTH);
   // rping.c's server never formats its send buffer: its go-ahead and done Sends carry 16 zero octets.
   const sendBuf = new Uint8Array(RPING_INFO_LENGTH);
   let pings = 0;
+  /** Whether the client has sent anything yet (its first advertisement). */
+  let heard = false;
   try {
     s.postReceive(recvBuf);
     for (;;) {
       try {
-        if (rdmaBuf.length === 0) resize(o.size); // the first buffer, within the budget
         if (!(await serveOne())) return pings;
       } catch (e) {
+        if (e instanceof RpingStepTimeoutError && !heard) {
+          // Silent since it connected: no Terminate can go before its first message (MPA, RFC 5044 §7.1.2).
+          await s.abort(e, TERMINATE_WITHIN_MS);
+          throw e;
+        }
         if (e instanceof RpingError) {
-          // A bad advertisement (rping.c fails the connection): RFC 5040 §6.2.1 abortive termination.
+          // A bad advertisement (rping.c fails the connection), a buffer over a bound, a step not taken in
+          // time: RFC 5040 §6.2.1 abortive termination (a peer that reads nothing is aborted after 2 s).
           await s.terminate(TERMINATE_WITHIN_MS);
           throw e;
         }
@@ -210,16 +241,12 @@ export async function rpingServe(
       pings++;
     }
   } finally {
-    budget?.release(reserved);
+    reservation.release();
   }
 
-  /** This end's ping buffer, `size` octets, within the budget it shares with other clients (-P). */
+  /** This end's ping buffer, `size` octets, reserved first (-P's budgets, the process's budget). */
   function resize(size: number): void {
-    if (budget) {
-      const more = size - reserved;
-      if (!budget.reserve(more)) throw new RpingServerBusyError(size, budget.inUse, budget.limit);
-      reserved = size;
-    }
+    reservation.grow(size);
     if (rdmaBuf.length > 0) s.stags.deregister(local.stag);
     rdmaBuf = new Uint8Array(size);
     local = s.register(rdmaBuf, Access.LocalRead | Access.LocalWrite);
@@ -234,36 +261,43 @@ export async function rpingServe(
   async function serveOne(): Promise<boolean> {
     let adv: Awaited<ReturnType<RdmaSession['recv']>>;
     try {
-      adv = await s.recv();
+      adv = await step(
+        s.recv(),
+        pings === 0
+          ? 'the first buffer advertisement (a Send) after the connection was established'
+          : `ping ${pings}'s buffer advertisement (a Send)`,
+      );
     } catch (e) {
+      if (e instanceof RpingStepTimeoutError) throw e;
       if (await s.closedGracefully(1000)) return false; // the client disconnected
       throw e; // reset, framing error or Terminate: a failure, not the end of the pings
     }
+    heard = true;
     const src = advertisement(adv.byteLength);
-    if (src.size > rdmaBuf.length) {
-      // The client pings with more than this end's -S: follow it, within bounds.
-      if (src.size > RPING_SERVER_MAX) throw new RpingAdvertisementTooLargeError(src.size, RPING_SERVER_MAX);
-      resize(src.size);
-    }
+    // This end's buffer: -S, or more when the client pings with more (followed within bounds), reserved
+    // when the first advertisement has come (an idle connection holds none).
+    const have = Math.max(rdmaBuf.length, o.size);
+    if (src.size > have && src.size > RPING_SERVER_MAX)
+      throw new RpingAdvertisementTooLargeError(src.size, RPING_SERVER_MAX);
+    if (Math.max(have, src.size) > rdmaBuf.length) resize(Math.max(have, src.size));
     const len = src.size;
     s.postReceive(recvBuf);
-    await s.post({
-      type: 'read',
-      sinkStag: local.stag,
-      sinkTo: local.addr,
-      size: len,
-      srcStag: src.rkey,
-      srcTo: src.addr,
-    });
+    await step(
+      s.post({ type: 'read', sinkStag: local.stag, sinkTo: local.addr, size: len, srcStag: src.rkey, srcTo: src.addr }),
+      `the RDMA Read Response of ${len} octets`,
+    );
     if (o.verbose) out.log(`server ping data: ${cString(rdmaBuf)}`);
-    await s.post({ type: 'send', payload: [sendBuf] }); // go ahead
-    const adv2 = await s.recv();
+    await step(s.post({ type: 'send', payload: [sendBuf] }), 'the go-ahead Send to complete'); // go ahead
+    const adv2 = await step(s.recv(), 'the sink buffer advertisement (a Send)');
     const dst = advertisement(adv2.byteLength);
     s.postReceive(recvBuf);
     const wlen = Math.min(cStringLength(rdmaBuf) + 1, dst.size, rdmaBuf.length);
-    await s.post({ type: 'write', sinkStag: dst.rkey, sinkTo: dst.addr, payload: [rdmaBuf.subarray(0, wlen)] });
+    await step(
+      s.post({ type: 'write', sinkStag: dst.rkey, sinkTo: dst.addr, payload: [rdmaBuf.subarray(0, wlen)] }),
+      `the RDMA Write of ${wlen} octets to complete`,
+    );
     out.debug(`ping ${pings}: read ${len}, wrote ${wlen} octets`);
-    await s.post({ type: 'send', payload: [sendBuf] }); // done
+    await step(s.post({ type: 'send', payload: [sendBuf] }), 'the done Send to complete'); // done
     return true;
   }
 }
@@ -278,6 +312,18 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
     o.maxClients === undefined ? RPING_DEFAULT_MAX_CLIENTS : int('--max-clients', o.maxClients, 1, 65535);
   const maxMemory =
     o.maxMemory === undefined ? RPING_DEFAULT_MAX_MEMORY : int('--max-memory', o.maxMemory, RPING_MIN_SIZE, 2 ** 40);
+  const maxClientsPerSource =
+    o.maxClientsPerSource === undefined
+      ? Math.max(1, Math.floor(maxClients / RPING_SOURCE_SHARE_DIVISOR))
+      : int('--max-clients-per-source', o.maxClientsPerSource, 1, 65535);
+  const maxMemoryPerSource =
+    o.maxMemoryPerSource === undefined
+      ? Math.max(RPING_MIN_SIZE, Math.floor(maxMemory / RPING_SOURCE_SHARE_DIVISOR))
+      : int('--max-memory-per-source', o.maxMemoryPerSource, RPING_MIN_SIZE, 2 ** 40);
+  const ipv6SourcePrefix =
+    o.ipv6SourcePrefix === undefined ? 64 : int('--ipv6-source-prefix', o.ipv6SourcePrefix, 0, 128);
+  const stepTimeoutMs =
+    o.stepTimeout === undefined ? RPING_DEFAULT_STEP_TIMEOUT_MS : int('--step-timeout', o.stepTimeout, 1, 2 ** 31 - 1);
   if (o.plantBug !== undefined && !(PLANTED_BUGS as readonly string[]).includes(o.plantBug))
     throw new UsageError(`--plant-bug must be one of: ${PLANTED_BUGS.join(', ')}`);
   if (o.plantBug !== undefined && o.client) throw new UsageError('--plant-bug applies to the server (-s)');
@@ -311,19 +357,38 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
   out.debug(`listening on ${listener.address.host}:${listener.address.port} over ${o.transport}`);
   listener.errors$.subscribe((e) => out.debug(`connection setup failed: ${e.message}`));
   if (stopped) {
-    await servePersistent(listener, tt, { size, verbose: !!o.verbose, maxClients, maxMemory, plant }, stopped, out);
+    await servePersistent(
+      listener,
+      tt,
+      {
+        size,
+        verbose: !!o.verbose,
+        maxClients,
+        maxMemory,
+        maxClientsPerSource,
+        maxMemoryPerSource,
+        ipv6SourcePrefix,
+        stepTimeoutMs,
+        plant,
+      },
+      stopped,
+      out,
+    );
     return;
   }
   const conn = await firstValueFrom(listener.connections$);
   await listener.close();
   out.debug(`accepted ${conn.remoteAddress.host}:${conn.remoteAddress.port}: ${JSON.stringify(conn.setup.negotiated)}`);
-  const pings = await rpingServe(plant(conn), tt, { size, verbose: !!o.verbose }, out);
+  const source = clientSource(conn.remoteAddress, ipv6SourcePrefix);
+  const pings = await rpingServe(plant(conn), tt, { size, verbose: !!o.verbose, source, stepTimeoutMs }, out);
   (out.note ?? out.debug)(`served ${pings} pings`);
 }
 
 /**
  * librdmacm's `rping -s -P`: every client served on its own, concurrently (rping.c: a thread each), until
  * SIGINT or SIGTERM. A failing client ends its own connection only; one line per client on stderr.
+ * Bounded per source (`sourceKey` of the client's address): --max-clients-per-source clients and
+ * --max-memory-per-source octets of ping buffers; a client past --step-timeout is Terminated.
  */
 async function servePersistent(
   listener: LlpListener,
@@ -333,13 +398,22 @@ async function servePersistent(
     verbose: boolean;
     maxClients: number;
     maxMemory: number;
+    maxClientsPerSource: number;
+    maxMemoryPerSource: number;
+    ipv6SourcePrefix: number;
+    stepTimeoutMs: number;
     plant: (c: LlpConnection) => LlpConnection;
   },
   stopped: Promise<string>,
   out: Out,
 ): Promise<void> {
   const note = out.note ?? out.debug;
-  const budget = new MemoryBudget(o.maxMemory);
+  // The budget's own share per source is all of it: --max-memory-per-source is checked (and named) first.
+  const shared: RpingSharedBudget = {
+    budget: new MemoryBudget({ limit: o.maxMemory, sourceShare: 1 }),
+    perSource: o.maxMemoryPerSource,
+  };
+  const places = new SourceShares(o.maxClientsPerSource);
   const active = new Set<LlpConnection>();
   note(`persistent server listening on ${listener.address.host}:${listener.address.port}`);
   const accepting = listener.connections$.subscribe((conn) => {
@@ -349,15 +423,31 @@ async function servePersistent(
       conn.abort();
       return;
     }
+    const source = clientSource(conn.remoteAddress, o.ipv6SourcePrefix);
+    if (!places.take(source)) {
+      note(
+        `${peer}: refused: source ${source} has ${places.count(source)} clients served at once (--max-clients-per-source ${o.maxClientsPerSource})`,
+      );
+      conn.abort();
+      return;
+    }
     active.add(conn);
     out.debug(`accepted ${peer}: ${JSON.stringify(conn.setup.negotiated)}`);
-    rpingServe(o.plant(conn), tt, { size: o.size, verbose: o.verbose, budget }, out)
+    rpingServe(
+      o.plant(conn),
+      tt,
+      { size: o.size, verbose: o.verbose, budget: shared, source, stepTimeoutMs: o.stepTimeoutMs },
+      out,
+    )
       .then(
         (pings) => note(`${peer}: served ${pings} pings`),
         (e: { message?: string; code?: string }) =>
           note(`${peer}: failed: ${e.message ?? String(e)}${e.code ? ` (${e.code})` : ''}`),
       )
-      .finally(() => active.delete(conn));
+      .finally(() => {
+        active.delete(conn);
+        places.give(source);
+      });
   });
   const signal = await stopped;
   accepting.unsubscribe();
@@ -411,6 +501,26 @@ export function registerRping(program: Command): void {
       `-P: octets of ping buffers all clients may make the server hold (default ${RPING_DEFAULT_MAX_MEMORY})`,
       integerIn(RPING_MIN_SIZE, 2 ** 40),
     )
+    .option(
+      '--max-clients-per-source <n>',
+      '-P: clients one source (an IPv4 address, an IPv6 prefix) may have served at once, more from it are refused (default a quarter of --max-clients, at least 1)',
+      integerIn(1, 65535),
+    )
+    .option(
+      '--max-memory-per-source <octets>',
+      "-P: octets of ping buffers one source's clients may make the server hold; a client past it is Terminated as busy (default a quarter of --max-memory)",
+      integerIn(RPING_MIN_SIZE, 2 ** 40),
+    )
+    .option(
+      '--ipv6-source-prefix <bits>',
+      'IPv6 clients count as one source per prefix of this length (default 64)',
+      integerIn(0, 128),
+    )
+    .option(
+      '--step-timeout <ms>',
+      `server: time a client has for each step (its buffer advertisements, the RDMA Read Response, the completion of what is sent to it); past it the client is Terminated — -P drops it, the one-shot server exits 1 (default ${RPING_DEFAULT_STEP_TIMEOUT_MS}; raise it for large -S over slow links)`,
+      integerIn(1, 2 ** 31 - 1),
+    )
     // PLANTED BUG control for `rddp conformance` (see PLANTED_BUGS); hidden from --help.
     .addOption(new Option('--plant-bug <bug>', 'a deliberate protocol bug (conformance control)').hideHelp())
     .addHelpText(
@@ -436,6 +546,10 @@ export function registerRping(program: Command): void {
         persistent: raw.P as boolean | undefined,
         maxClients: raw.maxClients as string | undefined,
         maxMemory: raw.maxMemory as string | undefined,
+        maxClientsPerSource: raw.maxClientsPerSource as string | undefined,
+        maxMemoryPerSource: raw.maxMemoryPerSource as string | undefined,
+        ipv6SourcePrefix: raw.ipv6SourcePrefix as string | undefined,
+        stepTimeout: raw.stepTimeout as string | undefined,
         plantBug: raw.plantBug as string | undefined,
       };
       const out: Out = {

@@ -24,14 +24,35 @@ export class RpingAdvertisementTooLargeError extends RpingError {
   }
 }
 
-/** A persistent server (`-P`) whose --max-memory its clients' buffers already hold. */
+/**
+ * A server whose bound on ping buffers a client's buffer would exceed: `bound` names it (`--max-memory`
+ * by default; `--max-memory-per-source` and the process memory budget's share per source with the
+ * `source` that holds `inUse`).
+ */
 export class RpingServerBusyError extends RpingError {
   readonly code = 'ERR_RPING_SERVER_BUSY';
   constructor(
     readonly size: number,
     readonly inUse: number,
     readonly max: number,
+    readonly bound: string = '--max-memory',
+    readonly source?: string,
   ) {
-    super(`busy: a buffer of ${size} octets asked, ${inUse} of --max-memory ${max} in use`);
+    super(
+      source === undefined
+        ? `busy: a buffer of ${size} octets asked, ${inUse} of ${bound} ${max} in use`
+        : `busy: a buffer of ${size} octets asked, source ${source} holds ${inUse} of ${bound} ${max}`,
+    );
+  }
+}
+
+/** A client that did not take its next step (`step`: what the server waited for) within --step-timeout. */
+export class RpingStepTimeoutError extends RpingError {
+  readonly code = 'ERR_RPING_STEP_TIMEOUT';
+  constructor(
+    readonly step: string,
+    readonly ms: number,
+  ) {
+    super(`timed out after --step-timeout ${ms} ms waiting for ${step}`);
   }
 }

@@ -121,6 +121,16 @@ export class RdmaSession {
   }
 
   /**
+   * LLP Abortive Termination (RFC 5040 §6.2): the LLP connection reset, no Terminate. For a peer that has
+   * sent nothing yet: an MPA Responder may send no FPDU before the Initiator's first (RFC 5044 §7.1.2), so
+   * a Terminate would wait for a message that is not coming.
+   */
+  abort(reason: Error, ms: number): Promise<void> {
+    this.rdmap.abort(reason);
+    return endWithin(this.connection, this.rdmap.closed$, ms);
+  }
+
+  /**
    * RDMAP Abortive Termination asked for by the ULP (RFC 5040 §6.2.1): a Terminate, outstanding work
    * Completed in error, the LLP closed gracefully; aborted if that takes over `ms`.
    */
