@@ -36,6 +36,11 @@ describe('rddp attack: a long-running server under each hostile peer', () => {
       'slowloris',
       'sctp-garbage',
       'udp-request-flood',
+      'slowloris-spread',
+      'idle-fpdu',
+      'rping-hold',
+      'udp-hold',
+      'sctp-peers',
     ]);
     for (const r of results) {
       expect(r.hostileUnits, r.attack).toBeGreaterThan(0);
@@ -47,7 +52,7 @@ describe('rddp attack: a long-running server under each hostile peer', () => {
       });
     }
     expect(code, err).toBe(0);
-  }, 300_000);
+  }, 600_000);
 
   it('an unknown attack is a usage error (exit 2, one line)', async () => {
     const { code, err } = await run(['attack', 'no-such-attack']).done;
