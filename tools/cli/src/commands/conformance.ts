@@ -14,7 +14,10 @@ export function registerConformance(program: Command): void {
       'iWARP conformance kit: plays the other end of an implementation under test (MPA, DDP, RDMAP cases by clause)',
     )
     .option('--target <host:port>', 'the kit is the client of a server under test (e.g. `rping -s -P`)')
-    .option('--listen <port>', 'the kit is the server; clients under test connect here (one connection per case)')
+    .option(
+      '--listen <port>',
+      'the kit is the server; clients under test connect here (one connection per case; at most 16 wait unread, more are refused)',
+    )
     .option('--listen-host <addr>', 'address to listen on', '127.0.0.1')
     .option('--app <name>', 'application protocol the target runs: rping (default) or perf', 'rping')
     .option('--mpa-rev <rev>', 'MPA revision the kit asks for: 1, 2 (RFC 6581) or 0 (RDMAC profile)', '1')
@@ -61,6 +64,7 @@ export function registerConformance(program: Command): void {
         ...(raw.pcap !== undefined ? { pcap: raw.pcap as string } : {}),
         onListening: (port) => process.stderr.write(`rddp conformance: listening on port ${port}\n`),
         onResult: (r) => process.stderr.write(`${r.verdict.padEnd(4)} ${r.name}\n`),
+        onNote: (line) => process.stderr.write(`rddp conformance: ${line}\n`),
       };
       const summary = await runKit(o);
       // Exit only once the report is out: a pipe takes stdout asynchronously.

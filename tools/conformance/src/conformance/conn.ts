@@ -23,11 +23,40 @@ export interface CloseInfo {
 /** Octets kept from one target connection (its receive buffer and its capture records). */
 export const MAX_RECEIVED_PER_CONNECTION = 64 << 20;
 
+/**
+ * Server role: clients connected and not yet taken by a case (`--listen`). They are not read while they
+ * wait (TCP flow control holds the rest in the client), so each costs a socket, not its octets; one more
+ * is refused (closed at once) with a note.
+ */
+export const MAX_QUEUED_CLIENTS = 16;
+
+/** A received chunk of the flow: where it sits in the connection's receive log. */
+class RxRecord implements TrafficRecord {
+  readonly dir = 'rx' as const;
+  constructor(
+    private readonly conn: WireConn,
+    private readonly start: number,
+    private readonly end: number,
+    readonly t: number,
+  ) {}
+  /** A view of the receive log (never a copy of its own). */
+  get bytes(): Uint8Array {
+    return this.conn.received(this.start, this.end);
+  }
+}
+
 export class WireConn {
   readonly records: TrafficRecord[] = [];
-  /** Received octets not consumed yet. */
-  private buf: Buffer = Buffer.alloc(0);
-  private received = 0;
+  /**
+   * Every octet received, once: the capture records are ranges of it and the receive buffer is
+   * log[consumed, length). It grows by doubling (amortized: each octet copied at most about twice)
+   * up to MAX_RECEIVED_PER_CONNECTION.
+   */
+  private log: Buffer = Buffer.alloc(0);
+  private length = 0;
+  private consumed = 0;
+  /** Octets copied when the log grew (at most about twice what was received). */
+  copiedOctets = 0;
   private closeInfo: CloseInfo | undefined;
   private wakers = new Set<() => void>();
   readonly closed: Promise<CloseInfo>;
@@ -46,14 +75,14 @@ export class WireConn {
     this.closed = new Promise((r) => (resolveClosed = r));
     let sawError: string | undefined;
     socket.on('data', (d: Buffer) => {
-      this.received += d.length;
-      if (this.received > MAX_RECEIVED_PER_CONNECTION) {
+      if (this.length + d.length > MAX_RECEIVED_PER_CONNECTION) {
         sawError = `over ${MAX_RECEIVED_PER_CONNECTION} octets received`;
         socket.destroy(new ConformanceOverflowError(sawError));
         return;
       }
-      this.records.push({ dir: 'rx', bytes: new Uint8Array(d), t: Date.now() });
-      this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+      const start = this.length;
+      this.append(d);
+      this.records.push(new RxRecord(this, start, this.length, Date.now()));
       this.notify();
     });
     socket.on('end', () => {
@@ -70,6 +99,35 @@ export class WireConn {
       resolveClosed(this.closeInfo);
       this.notify();
     });
+  }
+
+  private append(d: Buffer): void {
+    const need = this.length + d.length;
+    if (need > this.log.length) {
+      const grown = Buffer.allocUnsafe(
+        Math.min(MAX_RECEIVED_PER_CONNECTION, Math.max(need, this.log.length * 2, 64 << 10)),
+      );
+      this.log.copy(grown, 0, 0, this.length);
+      this.copiedOctets += this.length;
+      this.log = grown;
+    }
+    d.copy(this.log, this.length);
+    this.length = need;
+  }
+
+  /** Received octets [start, end) of the connection (a view). */
+  received(start: number, end: number): Buffer {
+    return this.log.subarray(start, end);
+  }
+
+  /** Octets received so far. */
+  get receivedOctets(): number {
+    return this.length;
+  }
+
+  /** Octets of memory the connection's receive log takes (its capacity). */
+  get heldOctets(): number {
+    return this.log.length;
   }
 
   /** Opens a recorded connection to `host:port`, bounded by `ms`. */
@@ -104,7 +162,7 @@ export class WireConn {
 
   /** Received octets not yet consumed (a view; consume() takes them). */
   get pending(): Buffer {
-    return this.buf;
+    return this.log.subarray(this.consumed, this.length);
   }
 
   write(b: Uint8Array): void {
@@ -123,11 +181,12 @@ export class WireConn {
     }
   }
 
-  /** Takes `n` received octets. */
+  /** Takes `n` received octets (a copy). */
   consume(n: number): Buffer {
-    const out = this.buf.subarray(0, n);
-    this.buf = this.buf.subarray(n);
-    return Buffer.from(out);
+    const end = Math.min(this.length, this.consumed + n);
+    const out = Buffer.from(this.log.subarray(this.consumed, end));
+    this.consumed = end;
+    return out;
   }
 
   /**
@@ -137,7 +196,7 @@ export class WireConn {
   async until<T>(want: (pending: Buffer) => T | undefined, ms: number, what: string): Promise<T> {
     const deadline = Date.now() + ms;
     for (;;) {
-      const v = want(this.buf);
+      const v = want(this.pending);
       if (v !== undefined) return v;
       if (this.closeInfo) {
         const c = this.closeInfo;
@@ -164,7 +223,7 @@ export class WireConn {
 
   /** Exactly `n` received octets. */
   read(n: number, ms: number, what: string): Promise<Buffer> {
-    return this.until((b) => (b.length >= n ? this.consume(n) : undefined), ms, what);
+    return this.until(() => (this.length - this.consumed >= n ? this.consume(n) : undefined), ms, what);
   }
 
   /** Resolves with how the target ended the connection, or undefined if it is still open after `ms`. */
@@ -196,19 +255,43 @@ export class WireConn {
   }
 }
 
-/** Server role: a listening socket handing out recorded connections one at a time. */
+/**
+ * Server role: a listening socket handing out recorded connections one at a time. Clients that connect
+ * before a case takes them wait unread (paused), at most MAX_QUEUED_CLIENTS of them; one more is closed
+ * at once and reported through `onNote` (the first refusal, and the count when the listener closes).
+ */
 export class WireListener {
   private readonly queue: WireConn[] = [];
   private waiting: ((c: WireConn) => void) | undefined;
+  /** Clients refused because MAX_QUEUED_CLIENTS already waited. */
+  refused = 0;
+  /** One-line notes (a refused client). */
+  onNote: ((line: string) => void) | undefined;
   private constructor(readonly server: net.Server) {
     server.on('connection', (s) => {
-      const c = new WireConn(s, 'server');
       const w = this.waiting;
-      this.waiting = undefined;
-      if (w) w(c);
-      else if (this.queue.length < 16) this.queue.push(c);
-      else s.destroy(); // RFC-less bound: clients waiting to be played against
+      if (w) {
+        this.waiting = undefined;
+        w(new WireConn(s, 'server'));
+      } else if (this.queue.length < MAX_QUEUED_CLIENTS) {
+        const c = new WireConn(s, 'server');
+        // Not read until a case takes it: its octets stay in the client (TCP flow control).
+        s.pause();
+        this.queue.push(c);
+      } else {
+        if (++this.refused === 1)
+          this.onNote?.(
+            `a client from ${s.remoteAddress}:${s.remotePort} refused: ${MAX_QUEUED_CLIENTS} clients already wait for a case (MAX_QUEUED_CLIENTS)`,
+          );
+        s.on('error', () => {});
+        s.resetAndDestroy();
+      }
     });
+  }
+
+  /** Clients waiting for a case. */
+  get queued(): readonly WireConn[] {
+    return this.queue;
   }
 
   static listen(port: number, host = '127.0.0.1'): Promise<WireListener> {
@@ -226,7 +309,10 @@ export class WireListener {
   /** The next client's connection, within `ms`. */
   accept(ms: number): Promise<WireConn> {
     const q = this.queue.shift();
-    if (q) return Promise.resolve(q);
+    if (q) {
+      q.socket.resume();
+      return Promise.resolve(q);
+    }
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => {
         this.waiting = undefined;
@@ -241,6 +327,8 @@ export class WireListener {
 
   close(): Promise<void> {
     for (const c of this.queue.splice(0)) c.destroy();
+    if (this.refused > 1)
+      this.onNote?.(`${this.refused} clients refused in all (more than ${MAX_QUEUED_CLIENTS} waiting)`);
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }

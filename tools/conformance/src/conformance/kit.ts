@@ -35,6 +35,8 @@ export interface KitOptions {
   /** Called with the listening port (server role) before the first case. */
   readonly onListening?: (port: number) => void;
   readonly onResult?: (r: CaseResult) => void;
+  /** One-line notes on the run (server role: a client refused because MAX_QUEUED_CLIENTS already wait). */
+  readonly onNote?: (line: string) => void;
 }
 
 function int(name: string, v: string | undefined, dflt: number, min: number, max: number): number {
@@ -85,6 +87,7 @@ export async function runKit(o: KitOptions): Promise<RunSummary> {
   } else {
     const port = int('--listen', o.listen, 0, 0, 65535);
     listener = await WireListener.listen(port, o.listenHost ?? '127.0.0.1');
+    listener.onNote = o.onNote;
     o.onListening?.(listener.port);
   }
   try {
