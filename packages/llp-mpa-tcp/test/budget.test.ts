@@ -10,8 +10,8 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { isLlpError, type LlpConnection, type LlpError, MemoryBudget, sourceKey } from '@rddp/llp';
 import { describe, expect, it } from 'vitest';
-import { type MpaTcpConnection, mpaTcp } from '../src/index.js';
 import { FpduWriter } from '../src/fpdu.js';
+import { type MpaTcpConnection, mpaTcp } from '../src/index.js';
 import { ARENA_INITIAL, arenaFootprint, IDLE_SHRINK_MS } from '../src/socket-rx.js';
 import { pattern } from './helpers.js';
 import { type RawPeer, wrap } from './raw.js';
@@ -31,7 +31,10 @@ async function startup(port: number, from: string): Promise<{ peer: RawPeer; acc
   req[16] = 0x40; // C (RFC 5044 §7.1.1)
   req[17] = 1; // Rev 1
   socket.write(req);
-  const reply = await Promise.race([peer.waitFor(20).then((b) => b as Buffer | undefined), peer.closed.then(() => undefined)]);
+  const reply = await Promise.race([
+    peer.waitFor(20).then((b) => b as Buffer | undefined),
+    peer.closed.then(() => undefined),
+  ]);
   return { peer, accepted: reply !== undefined && reply.subarray(0, 16).toString() === 'MPA ID Rep Frame' };
 }
 
@@ -171,7 +174,8 @@ describe('MPA/TCP listener: a share per source, one budget per process', () => {
   });
 
   it('new options are validated', () => {
-    for (const bad of [0, -1, 1.5, '4']) expect(() => mpaTcp({ maxConnectionsPerSource: bad as number })).toThrow(/maxConnectionsPerSource/);
+    for (const bad of [0, -1, 1.5, '4'])
+      expect(() => mpaTcp({ maxConnectionsPerSource: bad as number })).toThrow(/maxConnectionsPerSource/);
     for (const bad of [-1, 129, 1.5]) expect(() => mpaTcp({ ipv6SourcePrefix: bad })).toThrow(/ipv6SourcePrefix/);
     expect(mpaTcp().options.maxConnectionsPerSource).toBe(1024);
     expect(mpaTcp().options.idleTimeoutMs).toBe(300_000);

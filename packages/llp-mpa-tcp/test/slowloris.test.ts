@@ -21,6 +21,25 @@ function idlePeer(port: number): Promise<RawPeer | 'reset'> {
   );
 }
 
+/** An honest MPA Initiator from `from` (RFC 5044 §7.1.2): Request (C, Rev 1), then an accepting Reply. */
+async function honestStartup(port: number, from: string): Promise<net.Socket> {
+  const socket = net.connect({ host: '127.0.0.1', port, localAddress: from, allowHalfOpen: true });
+  const honest = wrap(socket);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', () => resolve());
+    socket.once('error', reject);
+  });
+  const req = Buffer.alloc(20);
+  req.write('MPA ID Req Frame');
+  req[16] = 0x40; // C
+  req[17] = 1; // Rev 1
+  socket.write(req);
+  const reply = await honest.waitFor(20);
+  expect(reply.subarray(0, 16).toString()).toBe('MPA ID Rep Frame');
+  expect(reply[16]! & 0x20).toBe(0); // R=0: accepted
+  return socket;
+}
+
 describe('MPA/TCP listener: pending startups per source address', () => {
   it('an idle flood from one address is capped at maxPendingStartupsPerAddress; a client from 127.0.0.2 completes startup', async () => {
     // maxPendingStartupsPerAddress left at its default, 16.
@@ -35,20 +54,7 @@ describe('MPA/TCP listener: pending startups per source address', () => {
     const peers = idle.filter((p): p is RawPeer => p !== 'reset');
     // The honest client, from another source address: a full MPA startup (RFC 5044 §7.1.2).
     const accepted = firstValueFrom(l.connections$);
-    const socket = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2', allowHalfOpen: true });
-    const honest = wrap(socket);
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', () => resolve());
-      socket.once('error', reject);
-    });
-    const req = Buffer.alloc(20);
-    req.write('MPA ID Req Frame');
-    req[16] = 0x40; // C
-    req[17] = 1; // Rev 1
-    socket.write(req);
-    const reply = await honest.waitFor(20);
-    expect(reply.subarray(0, 16).toString()).toBe('MPA ID Rep Frame');
-    expect(reply[16]! & 0x20).toBe(0); // R=0: accepted
+    const socket = await honestStartup(port, '127.0.0.2');
     const c = await accepted;
     expect(c.remoteAddress.host).toMatch(/127\.0\.0\.2$/);
 
@@ -87,24 +93,13 @@ describe('MPA/TCP listener: pending startups per source address', () => {
     const accepted: unknown[] = [];
     l.connections$.subscribe((c) => accepted.push(c));
     for (const from of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) {
-      const socket = net.connect({ host: '127.0.0.1', port, localAddress: from, allowHalfOpen: true });
-      const honest = wrap(socket);
-      await new Promise<void>((resolve, reject) => {
-        socket.once('connect', () => resolve());
-        socket.once('error', reject);
-      });
-      const req = Buffer.alloc(20);
-      req.write('MPA ID Req Frame');
-      req[16] = 0x40; // C
-      req[17] = 1; // Rev 1
-      socket.write(req);
-      const reply = await honest.waitFor(20);
-      expect(reply.subarray(0, 16).toString()).toBe('MPA ID Rep Frame');
-      expect(reply[16]! & 0x20).toBe(0); // accepted (RFC 5044 §7.1.2)
+      const socket = await honestStartup(port, from);
       socket.destroy();
     }
     expect(accepted).toHaveLength(3);
-    const shed = errors.filter((e) => isLlpError(e, 'ERR_LLP_RESOURCE_LIMIT') && /shed for another source/.test(e.message));
+    const shed = errors.filter(
+      (e) => isLlpError(e, 'ERR_LLP_RESOURCE_LIMIT') && /shed for another source/.test(e.message),
+    );
     expect(shed.length).toBeGreaterThanOrEqual(3);
     for (const p of idle) p.socket.destroy();
     await l.close();

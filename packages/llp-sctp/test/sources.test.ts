@@ -56,7 +56,9 @@ describe('SCTP listener: shares per source', () => {
     expect(a.map(isConn)).toEqual([true, true, false]);
     // The ABORT reaches the initiator at once, with the reason (RFC 4960 §3.3.10.13 cause).
     expect((a[2] as LlpError).message).toMatch(/peer aborted the association: .*2 associations from 127\.0\.0\.2/);
-    expect(errors.some((e) => isLlpError(e, 'ERR_LLP_RESOURCE_LIMIT') && /2 associations from 127\.0\.0\.2/.test(e.message))).toBe(true);
+    expect(
+      errors.some((e) => isLlpError(e, 'ERR_LLP_RESOURCE_LIMIT') && /2 associations from 127\.0\.0\.2/.test(e.message)),
+    ).toBe(true);
     expect(isConn(await open(port, '127.0.0.3'))).toBe(true);
   });
 
@@ -111,7 +113,8 @@ describe('SCTP listener: shares per source', () => {
   });
 
   it('options are validated', () => {
-    for (const bad of [0, -1, 1.5]) expect(() => sctp({ maxPendingPeersPerSource: bad })).toThrow(/maxPendingPeersPerSource/);
+    for (const bad of [0, -1, 1.5])
+      expect(() => sctp({ maxPendingPeersPerSource: bad })).toThrow(/maxPendingPeersPerSource/);
     expect(() => sctp({ ipv6SourcePrefix: 129 })).toThrow(/ipv6SourcePrefix/);
     expect(sctp().options.idleTimeoutMs).toBe(300_000);
   });

@@ -5,7 +5,7 @@
  * must leave the honest client served and its RSS within the budget.
  */
 import dgram from 'node:dgram';
-import net from 'node:net';
+import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlpConnection } from '@rddp/llp';
 import { sctp } from '@rddp/llp-sctp';
@@ -19,7 +19,7 @@ import {
   parseDatagram,
 } from '@rddp/llp-udp';
 import type { Attack } from './attacks.js';
-import { loops, type RawMpa, rawMpa, untagged } from './raw.js';
+import { loops, type RawMpa, rawMpa, silentSocket, untagged } from './raw.js';
 import type { TargetPorts } from './target.js';
 
 /** Keeps `want` silent TCP connections open from `from` (reopening those the target closes). */
@@ -28,10 +28,7 @@ async function holdSilent(ports: TargetPorts, from: string, want: number, signal
   let opened = 0;
   while (!signal.aborted) {
     while (open.size < want && !signal.aborted) {
-      const s = net.connect({ host: '127.0.0.1', port: ports.tcp, localAddress: from });
-      s.on('error', () => {});
-      open.add(s);
-      s.once('close', () => open.delete(s));
+      silentSocket(ports.tcp, from, open);
       opened++;
     }
     await sleep(100);
@@ -63,7 +60,13 @@ function udpHold(): Attack {
       const s = dgram.createSocket('udp4');
       s.on('error', () => {});
       await new Promise<void>((resolve) => s.bind(0, '127.0.0.6', resolve));
-      const setup = encodeSetupBody({ streams: 1, datagramSize: 1400, window: 64, crc: true, privateData: new Uint8Array(0) });
+      const setup = encodeSetupBody({
+        streams: 1,
+        datagramSize: 1400,
+        window: 64,
+        crc: true,
+        privateData: new Uint8Array(0),
+      });
       const waiting = new Map<number, (type: number, src: number, body: Uint8Array) => void>();
       s.on('message', (raw) => {
         const r = parseDatagram(raw);
@@ -73,7 +76,11 @@ function udpHold(): Attack {
       let sent = 0;
       const send = (type: number, streamId: number, dst: number, src: number, body: readonly Uint8Array[]) => {
         sent++;
-        s.send(Buffer.concat(datagramParts({ type, crc: true, streamId, dst, src, seq: 0 }, body)), ports.udp, '127.0.0.1');
+        s.send(
+          Buffer.concat(datagramParts({ type, crc: true, streamId, dst, src, seq: 0 }, body)),
+          ports.udp,
+          '127.0.0.1',
+        );
       };
       const answer = (src: number, types: readonly number[]) =>
         new Promise<{ type: number; src: number; body: Uint8Array } | undefined>((resolve) => {
@@ -126,7 +133,9 @@ function udpHold(): Attack {
           // same ACCEPT (a retransmission); after, ABORT code 4. A new connection id is a second connection.
           if (r?.type === DatagramType.Accept && r.src !== h.dst) {
             if (seen.length < 5)
-              seen.push(`a replayed COOKIE_ECHO (connection ${src}) opened a second connection (${r.src}, was ${h.dst})`);
+              seen.push(
+                `a replayed COOKIE_ECHO (connection ${src}) opened a second connection (${r.src}, was ${h.dst})`,
+              );
             send(DatagramType.Abort, 0xffff, r.src, src, [Buffer.of(0, 0)]);
           } else if (r?.type === DatagramType.Abort && decodeAbortBody(r.body) !== AbortCode.StaleCookie) {
             if (seen.length < 5) seen.push(`a replayed COOKIE_ECHO got ABORT code ${decodeAbortBody(r.body)}, not 4`);

@@ -3,10 +3,10 @@
  * on the attacking side but frame encoders): what an attacker with a TCP or UDP socket can do.
  */
 import dgram from 'node:dgram';
-import net from 'node:net';
+import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SHARE_ATTACKS } from './attacks-shares.js';
-import { IRD, loops, rawMpa, untagged, ZERO_RESPONSE, zeroRead } from './raw.js';
+import { IRD, loops, rawMpa, silentSocket, untagged, ZERO_RESPONSE, zeroRead } from './raw.js';
 import type { TargetPorts } from './target.js';
 
 export interface Attack {
@@ -108,10 +108,7 @@ export const ATTACKS: readonly Attack[] = [
       let n = 0;
       const open = new Set<net.Socket>();
       while (!signal.aborted) {
-        const s = net.connect({ host: '127.0.0.1', port: ports.tcp, localAddress: '127.0.0.3' });
-        s.on('error', () => {});
-        open.add(s);
-        s.once('close', () => open.delete(s));
+        silentSocket(ports.tcp, '127.0.0.3', open);
         n++;
         await sleep(33);
       }

@@ -101,3 +101,11 @@ export async function loops(n: number, signal: AbortSignal, one: () => Promise<n
   return total;
 }
 
+/** A TCP connection from `from` that never sends anything, kept in `open` until it closes. */
+export function silentSocket(port: number, from: string, open: Set<net.Socket>): net.Socket {
+  const s = net.connect({ host: '127.0.0.1', port, localAddress: from });
+  s.on('error', () => {});
+  open.add(s);
+  s.once('close', () => open.delete(s));
+  return s;
+}

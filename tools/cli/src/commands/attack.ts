@@ -198,7 +198,9 @@ export async function runAttack(
     if (heapGrowth > allowed) reasons.push(`the heap grew ${heapGrowth.toFixed(1)} MiB (${which} ${allowed})`);
     // The target's one memory budget bounds what the attack can make it hold: RSS never passes it.
     if (mib(peak - before.rss) > o.targetMemoryMiB)
-      reasons.push(`RSS rose ${mib(peak - before.rss).toFixed(1)} MiB (the target's --memory-budget ${o.targetMemoryMiB}m)`);
+      reasons.push(
+        `RSS rose ${mib(peak - before.rss).toFixed(1)} MiB (the target's --memory-budget ${o.targetMemoryMiB}m)`,
+      );
     reasons.push(...(attack.violations?.() ?? []));
     if (after.handles > idle.handles) reasons.push(`handles ${idle.handles} → ${after.handles}`);
     if (honestOps === 0) reasons.push('the honest client completed nothing');
@@ -249,35 +251,42 @@ export function registerAttack(program: Command): void {
       '15',
     )
     .option('--json', 'one JSON object per attack instead of the table')
-    .action(async (names: string[], opts: { seconds: string; budget: string; settle: string; targetMemory: string; json?: boolean }) => {
-      const seconds = Number(opts.seconds);
-      const targetMemoryMiB = Number(opts.targetMemory);
-      const budgetMiB = Number(opts.budget);
-      const settleSeconds = Number(opts.settle);
-      const chosen = names.length === 0 ? ATTACKS : names.map((n) => attackNamed(n));
-      const unknown = names.filter((_, i) => chosen[i] === undefined);
-      if (unknown.length > 0)
-        throw new UsageError(`unknown attack ${unknown.join(', ')} (one of: ${ATTACKS.map((a) => a.name).join(', ')})`);
-      const results: AttackResult[] = [];
-      for (const a of chosen as Attack[]) {
-        const r = await runAttack(a, { seconds, budgetMiB, settleSeconds, targetMemoryMiB }, (s) =>
-          opts.json ? undefined : process.stderr.write(`${s}\n`),
-        );
-        results.push(r);
-        if (opts.json) console.log(JSON.stringify(r));
-      }
-      if (!opts.json) {
-        console.log(
-          'attack               s   hostile  RSS before    step  growth  heap growth  handles  honest ops  longest stall  verdict\n' +
-            results
-              .map(
-                (r) =>
-                  `${r.attack.padEnd(18)} ${String(r.seconds).padStart(3)} ${String(r.hostileUnits).padStart(9)} ${r.rssBeforeMiB.toFixed(1).padStart(6)} MiB ${r.rssStepMiB.toFixed(1).padStart(7)} ${r.rssGrowthMiB.toFixed(1).padStart(7)} ${r.heapGrowthMiB.toFixed(1).padStart(12)} ${`${r.handlesBefore}→${r.handlesAfter}`.padStart(8)} ${String(r.honestOps).padStart(11)} ${`${r.honestLongestStallMs} ms`.padStart(14)}  ${r.ok ? 'ok' : `FAIL: ${r.reasons.join('; ')}`}`,
-              )
-              .join('\n'),
-        );
-      }
-      if (results.some((r) => !r.ok)) process.exitCode = 1;
-    });
+    .action(
+      async (
+        names: string[],
+        opts: { seconds: string; budget: string; settle: string; targetMemory: string; json?: boolean },
+      ) => {
+        const seconds = Number(opts.seconds);
+        const targetMemoryMiB = Number(opts.targetMemory);
+        const budgetMiB = Number(opts.budget);
+        const settleSeconds = Number(opts.settle);
+        const chosen = names.length === 0 ? ATTACKS : names.map((n) => attackNamed(n));
+        const unknown = names.filter((_, i) => chosen[i] === undefined);
+        if (unknown.length > 0)
+          throw new UsageError(
+            `unknown attack ${unknown.join(', ')} (one of: ${ATTACKS.map((a) => a.name).join(', ')})`,
+          );
+        const results: AttackResult[] = [];
+        for (const a of chosen as Attack[]) {
+          const r = await runAttack(a, { seconds, budgetMiB, settleSeconds, targetMemoryMiB }, (s) =>
+            opts.json ? undefined : process.stderr.write(`${s}\n`),
+          );
+          results.push(r);
+          if (opts.json) console.log(JSON.stringify(r));
+        }
+        if (!opts.json) {
+          console.log(
+            'attack               s   hostile  RSS before    step  growth  heap growth  handles  honest ops  longest stall  verdict\n' +
+              results
+                .map(
+                  (r) =>
+                    `${r.attack.padEnd(18)} ${String(r.seconds).padStart(3)} ${String(r.hostileUnits).padStart(9)} ${r.rssBeforeMiB.toFixed(1).padStart(6)} MiB ${r.rssStepMiB.toFixed(1).padStart(7)} ${r.rssGrowthMiB.toFixed(1).padStart(7)} ${r.heapGrowthMiB.toFixed(1).padStart(12)} ${`${r.handlesBefore}→${r.handlesAfter}`.padStart(8)} ${String(r.honestOps).padStart(11)} ${`${r.honestLongestStallMs} ms`.padStart(14)}  ${r.ok ? 'ok' : `FAIL: ${r.reasons.join('; ')}`}`,
+                )
+                .join('\n'),
+          );
+        }
+        if (results.some((r) => !r.ok)) process.exitCode = 1;
+      },
+    );
   program.command('attack-target', { hidden: true }).action(() => runAttackTarget());
 }
