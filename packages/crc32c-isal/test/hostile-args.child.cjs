@@ -1,9 +1,9 @@
 'use strict';
 /*
  * The child process of hostile-args.test.ts: calls @rddp/crc32c-isal's functions with hostile arguments
- * and judges each outcome against a JavaScript reference. It prints, synchronously, `case <name>` before
- * each call and `fail <name>: <why>` for each wrong outcome, then `stats {...}` and `done <calls>`, and
- * exits 1 when anything failed. A crash shows in the parent as a signal, the last `case` line naming the call.
+ * and judges each outcome against a JavaScript reference, speaking the line protocol of
+ * test/support/native-child-harness.cjs (`case`, `fail`, `stats`, `done`; exit 1 when anything failed). A
+ * crash shows in the parent as a signal, the last `case` line naming the call.
  *
  *   node hostile-args.child.cjs <mode> [seed] [calls]
  *   mode: attack-spans-alias | fuzz | race
@@ -12,57 +12,12 @@
  * the reference computes; every array lives inside a larger ArrayBuffer whose other octets (guards) must
  * be unchanged afterwards, and what a call writes must be exactly what the reference writes.
  */
-const fs = require('node:fs');
 const { types } = require('node:util');
 const { Worker } = require('node:worker_threads');
+const { childHarness, rng, isInt, taLength } = require('../../../test/support/native-child-harness.cjs');
 const isal = require('../index.cjs');
 
-const pause = new Int32Array(new SharedArrayBuffer(4));
-/**
- * Writes a line to stdout before going on, so that a crash cannot lose it; the pipe may be non-blocking
- * (a Worker makes it so), so a full one is waited for.
- */
-function out(line) {
-  const b = Buffer.from(`${line}\n`);
-  for (let o = 0; o < b.length; )
-    try {
-      o += fs.writeSync(1, b, o);
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e;
-      Atomics.wait(pause, 0, 0, 1);
-    }
-}
-let current = '';
-let failed = 0;
-let calls = 0;
-const stats = { computed: 0, refused: 0 };
-function fail(why) {
-  failed++;
-  out(`fail ${current}: ${why}`);
-}
-function begin(name) {
-  current = name;
-  calls++;
-  out(`case ${name}`);
-}
-
-/** mulberry32: a small seeded generator, so every run makes the same calls. */
-function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const r = {
-    next,
-    int: (n) => Math.floor(next() * n),
-    pick: (a) => a[r.int(a.length)],
-    chance: (p) => next() < p,
-  };
-  return r;
-}
+const { stats, fail, begin, run } = childHarness({ computed: 0, refused: 0 });
 
 const TABLE = new Int32Array(256).map((_, n) => {
   let c = n;
@@ -94,9 +49,6 @@ function marked(bytes, room, ptr) {
   return Buffer.concat(parts);
 }
 
-const isInt = (v, lo, hi) => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
-const TA_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get;
-const taLength = (t) => TA_LENGTH.call(t);
 /** v[s, e), or nothing for a detached array (whose subarray would throw). */
 const sub = (v, s, e) => (taLength(v) === 0 ? new Uint8Array(0) : v.subarray(s, e));
 const GUARD = 64;
@@ -444,15 +396,11 @@ async function race(n) {
   stats.refused = refused;
 }
 
-(async () => {
-  const [mode, seed = '1', n = '600'] = process.argv.slice(2);
+run('600', async (mode, seed, n) => {
   if (mode === 'attack-spans-alias') attackSpansAlias();
   else if (mode === 'fuzz') {
     const r = rng(Number(seed));
     for (let i = 0; i < Number(n); i++) fuzzOne(r, i, seed);
   } else if (mode === 'race') await race(Number(n));
   else throw new Error(`unknown mode ${mode}`);
-  out(`stats ${JSON.stringify(stats)}`);
-  out(`done ${calls}`);
-  process.exitCode = failed > 0 ? 1 : 0;
-})();
+});

@@ -1,9 +1,9 @@
 'use strict';
 /*
  * The child process of hostile-args.test.ts: calls @rddp/writev's functions with hostile arguments and
- * judges each outcome against a JavaScript reference. It prints, synchronously, `case <name>` before each
- * call and `fail <name>: <why>` for each wrong outcome, then `done <calls>`, and exits 1 when anything
- * failed. A crash shows in the parent as a signal, the last `case` line naming the call.
+ * judges each outcome against a JavaScript reference, speaking the line protocol of
+ * test/support/native-child-harness.cjs (`case`, `fail`, `stats`, `done`; exit 1 when anything failed). A
+ * crash shows in the parent as a signal, the last `case` line naming the call.
  *
  *   node hostile-args.child.cjs <mode> [seed] [calls]
  *   mode: attack-enlarge | attack-reindex | attack-detach | fuzz | race | others
@@ -16,61 +16,15 @@ const fs = require('node:fs');
 const net = require('node:net');
 const { types } = require('node:util');
 const { Worker } = require('node:worker_threads');
+const { childHarness, rng, isInt, taLength } = require('../../../test/support/native-child-harness.cjs');
 const w = require('../index.cjs');
 
-const pause = new Int32Array(new SharedArrayBuffer(4));
-/**
- * Writes a line to stdout before going on, so that a crash cannot lose it; the pipe may be non-blocking
- * (a Worker makes it so), so a full one is waited for.
- */
-function out(line) {
-  const b = Buffer.from(`${line}\n`);
-  for (let o = 0; o < b.length; )
-    try {
-      o += fs.writeSync(1, b, o);
-    } catch (e) {
-      if (e.code !== 'EAGAIN') throw e;
-      Atomics.wait(pause, 0, 0, 1);
-    }
-}
-let current = '';
-let failed = 0;
-let calls = 0;
 /** Outcomes, printed as `stats {...}` at the end: the parent checks the calls were not all of one kind. */
-const stats = { sent: 0, refused: 0, getterRuns: 0, getterThrew: 0 };
-function fail(why) {
-  failed++;
-  out(`fail ${current}: ${why}`);
-}
-function begin(name) {
-  current = name;
-  calls++;
-  out(`case ${name}`);
-}
-
-/** mulberry32: a small seeded generator, so every run makes the same calls. */
-function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const r = {
-    next,
-    int: (n) => Math.floor(next() * n),
-    pick: (a) => a[r.int(a.length)],
-    chance: (p) => next() < p,
-  };
-  return r;
-}
+const h = childHarness({ sent: 0, refused: 0, getterRuns: 0, getterThrew: 0 });
+const { stats, fail, begin } = h;
 
 const AFTER = 508;
 const markersIn = (len, room) => (len > room ? Math.ceil((len - room) / AFTER) : 0);
-const isInt = (v, lo, hi) => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
-const TA_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get;
-const taLength = (t) => TA_LENGTH.call(t); // the internal length, whatever an own `length` property says
 
 /** A range's octets as they go on the wire (RFC 5044 §4.3 Markers when mk is not -1). */
 function wireOf(bytes, mk) {
@@ -304,7 +258,7 @@ async function attackEnlarge(reindex) {
   );
   judgeWriteRanges(conn, [conn.fd, buffers, ranges, 0, 1, 0], state);
   await conn.settle();
-  conn.verify(current);
+  conn.verify(h.current);
   conn.close();
 }
 
@@ -330,7 +284,7 @@ async function attackDetach() {
   begin('attack: a getter on buffers[1] detaches buffers[0] after its range was checked');
   judgeWriteRanges(conn, [conn.fd, buffers, ranges, 0, 2, 0], state);
   await conn.settle();
-  conn.verify(current);
+  conn.verify(h.current);
   conn.close();
 }
 
@@ -554,7 +508,7 @@ async function fuzz(seed, n) {
     if (i % 16 === 15) await conn.settle(); // the peer drains what was sent so far
   }
   await conn.settle();
-  current = `writeRanges seed ${seed}, all calls`;
+  h.current = `writeRanges seed ${seed}, all calls`;
   conn.verify('all calls');
   conn.close();
 }
@@ -604,7 +558,7 @@ async function race(n) {
   Atomics.store(stop, 0, 1);
   await worker.terminate();
   await conn.settle();
-  current = 'race, all calls';
+  h.current = 'race, all calls';
   conn.verify('race');
   conn.close();
 }
@@ -694,8 +648,7 @@ async function others() {
   conn.close();
 }
 
-(async () => {
-  const [mode, seed = '1', n = '300'] = process.argv.slice(2);
+h.run('300', async (mode, seed, n) => {
   if (mode === 'attack-enlarge') await attackEnlarge(false);
   else if (mode === 'attack-reindex') await attackEnlarge(true);
   else if (mode === 'attack-detach') await attackDetach();
@@ -703,7 +656,4 @@ async function others() {
   else if (mode === 'race') await race(Number(n));
   else if (mode === 'others') await others();
   else throw new Error(`unknown mode ${mode}`);
-  out(`stats ${JSON.stringify(stats)}`);
-  out(`done ${calls}`);
-  process.exitCode = failed > 0 ? 1 : 0;
-})();
+});

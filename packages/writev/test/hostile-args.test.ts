@@ -8,62 +8,14 @@
  * JavaScript reference; the fuzz is seeded, so every run makes the same calls. Skipped where the optional
  * build is absent, unless RDDP_REQUIRE_WRITEV=1 (CI).
  */
-import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { childRunner, expectClean, loadOptional } from '../../../test/support/native-child.js';
 
-const binding: unknown = (() => {
-  try {
-    return createRequire(import.meta.url)('../index.cjs');
-  } catch {
-    return undefined;
-  }
-})();
+const binding = loadOptional(import.meta.url, '../index.cjs');
 const required = process.env.RDDP_REQUIRE_WRITEV === '1';
 if (!binding && !required) console.warn('@rddp/writev not built here: its hostile-argument tests are skipped');
 
-const child = fileURLToPath(new URL('./hostile-args.child.cjs', import.meta.url));
-
-interface Run {
-  readonly signal: NodeJS.Signals | null;
-  readonly status: number | null;
-  readonly failures: string[];
-  /** The call that was running when the child ended (the one that crashed, when it did). */
-  readonly lastCase: string;
-  readonly stats: Record<string, number>;
-  readonly calls: number;
-  readonly stderr: string;
-}
-
-function run(...args: string[]): Run {
-  const r = spawnSync(process.execPath, [child, ...args], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    maxBuffer: 64 << 20,
-  });
-  const lines = (r.stdout ?? '').split('\n');
-  const cases = lines.filter((l) => l.startsWith('case '));
-  const stats = lines.find((l) => l.startsWith('stats '));
-  const done = lines.find((l) => l.startsWith('done '));
-  return {
-    signal: r.signal,
-    status: r.status,
-    failures: lines.filter((l) => l.startsWith('fail ')),
-    lastCase: cases.at(-1)?.slice(5) ?? '(none)',
-    stats: stats ? JSON.parse(stats.slice(6)) : {},
-    calls: done ? Number(done.slice(5)) : 0,
-    stderr: `${r.error?.message ?? ''}${r.stderr ?? ''}`,
-  };
-}
-
-/** No signal, no wrong outcome, every call made. */
-function expectClean(r: Run, calls: number): void {
-  expect(r.signal, `the child ended by ${r.signal} during: ${r.lastCase}`).toBeNull();
-  expect(r.failures).toEqual([]);
-  expect(r.status, r.stderr).toBe(0);
-  expect(r.calls).toBe(calls);
-}
+const run = childRunner(import.meta.url, './hostile-args.child.cjs');
 
 describe.skipIf(!binding && !required)('@rddp/writev with hostile arguments (in a child process)', () => {
   it('attack (issue 34): a getter on buffers enlarges a checked 16-octet range to 4097 — the 16 octets go, no foreign heap', () => {

@@ -4,21 +4,17 @@
  * arguments are TypeError / RangeError with nothing sent; a full socket takes part or nothing; a reset
  * one answers -errno. Skipped where the optional build is absent, unless RDDP_REQUIRE_WRITEV=1 (CI).
  */
-import { createRequire } from 'node:module';
 import net from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadOptional } from '../../../test/support/native-child.js';
 
 type WriteRanges = typeof import('../index.cjs').writeRanges;
 type CongestionControl = typeof import('../index.cjs').congestionControl;
-const binding: { writeRanges: WriteRanges; congestionControl: CongestionControl; RANGE_FIELDS: number } | undefined =
-  (() => {
-    try {
-      return createRequire(import.meta.url)('../index.cjs');
-    } catch {
-      return undefined;
-    }
-  })();
+const binding = loadOptional<{ writeRanges: WriteRanges; congestionControl: CongestionControl; RANGE_FIELDS: number }>(
+  import.meta.url,
+  '../index.cjs',
+);
 const required = process.env.RDDP_REQUIRE_WRITEV === '1';
 if (!binding && !required) console.warn('@rddp/writev not built here: its tests are skipped');
 
