@@ -1,14 +1,20 @@
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import type { LlpConnection, LlpListener, LlpStream, LlpTransport, Ulpdu } from '@rddp/llp';
+import type { LlpConnection, LlpError, LlpListener, LlpListenOptions, LlpStream, LlpTransport, Ulpdu } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
+import { afterEach } from 'vitest';
 import {
   type DatagramHeader,
   DatagramType,
   datagramParts,
   encodeCookieEchoBody,
+  encodeSetupBody,
   type ParsedDatagram,
   parseDatagram,
+  type UdpConnection,
+  type UdpListener,
+  type UdpOptions,
+  udp,
 } from '../src/index.js';
 
 export function pattern(n: number, seed = 1): Uint8Array {
@@ -182,4 +188,50 @@ export class RawPeer {
   close(): void {
     this.socket.close();
   }
+}
+
+/** Timers short enough for tests of a peer that misbehaves: retransmission, linger and close. */
+export const fast = { retransmitMs: 10, lingerMs: 20, closeTimeoutMs: 500 };
+
+/** A REQUEST's setup body for `streams` streams of 1400-octet datagrams with CRC32c. */
+export const setupBody = (streams: number): Uint8Array =>
+  encodeSetupBody({ streams, datagramSize: 1400, window: 64, crc: true, privateData: new Uint8Array(0) });
+
+export const sleep = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * For tests played from outside with raw peers: what a test opens — connections pushed on `open`, raw
+ * peers from `raw`, listeners from `listen` or pushed on `listeners` — is closed after each test (an
+ * `afterEach` of the file that calls this, at its top level).
+ */
+export function outsideTests() {
+  const open: LlpConnection[] = [];
+  const raws: RawPeer[] = [];
+  const listeners: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const c of open.splice(0)) c.abort();
+    for (const r of raws.splice(0)) r.close();
+    for (const l of listeners.splice(0)) await l.close();
+  });
+  /** A raw peer (RawPeer.open's `host` and `to`), closed after the test. */
+  async function raw(host?: string, to?: string): Promise<RawPeer> {
+    const r = await RawPeer.open(host, to);
+    raws.push(r);
+    return r;
+  }
+  /** A listener on `host`, port 0, with the connections it accepted and the errors it reported. */
+  async function listen(options: UdpOptions, listenOptions: LlpListenOptions = {}, host = '127.0.0.1') {
+    const t = udp(options);
+    const l = (await t.listen({ host, port: 0 }, listenOptions)) as UdpListener;
+    listeners.push(l);
+    const accepted: UdpConnection[] = [];
+    l.connections$.subscribe((c) => {
+      accepted.push(c as UdpConnection);
+      open.push(c);
+    });
+    const errors: LlpError[] = [];
+    l.errors$.subscribe((e) => errors.push(e));
+    return { t, l, port: l.address.port as number, accepted, errors };
+  }
+  return { open, listeners, raw, listen };
 }

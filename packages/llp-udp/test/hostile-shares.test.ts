@@ -8,63 +8,15 @@
  * Other sources are other loopback addresses: Linux accepts a bind to any address of 127/8.
  */
 import { networkInterfaces } from 'node:os';
-import {
-  isLlpError,
-  type LlpConnectDecision,
-  type LlpConnection,
-  type LlpError,
-  type LlpListenOptions,
-  processMemoryBudget,
-} from '@rddp/llp';
+import { isLlpError, type LlpConnectDecision, type LlpError, processMemoryBudget } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  AbortCode,
-  DatagramType,
-  decodeAbortBody,
-  encodeSetupBody,
-  type UdpConnection,
-  type UdpListener,
-  type UdpOptions,
-  udp,
-} from '../src/index.js';
-import { RawPeer, until } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { AbortCode, DatagramType, decodeAbortBody, type UdpConnection, type UdpListener } from '../src/index.js';
+import { fast, outsideTests, RawPeer, setupBody as setup, sleep, until } from './helpers.js';
 
-const fast = { retransmitMs: 10, lingerMs: 20, closeTimeoutMs: 500 };
-const open: LlpConnection[] = [];
-const raws: RawPeer[] = [];
-const listeners: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) c.abort();
-  for (const r of raws.splice(0)) r.close();
-  for (const l of listeners.splice(0)) await l.close();
-});
+const { open, raw, listen } = outsideTests();
 
-async function raw(host = '127.0.0.1', to?: string): Promise<RawPeer> {
-  const r = await RawPeer.open(host, to);
-  raws.push(r);
-  return r;
-}
-
-async function listen(options: UdpOptions, listenOptions: LlpListenOptions = {}, host = '127.0.0.1') {
-  const t = udp(options);
-  const l = (await t.listen({ host, port: 0 }, listenOptions)) as UdpListener;
-  listeners.push(l);
-  const accepted: UdpConnection[] = [];
-  l.connections$.subscribe((c) => {
-    accepted.push(c as UdpConnection);
-    open.push(c);
-  });
-  const errors: LlpError[] = [];
-  l.errors$.subscribe((e) => errors.push(e));
-  return { t, l, port: l.address.port as number, accepted, errors };
-}
-
-const setup = (streams: number) =>
-  encodeSetupBody({ streams, datagramSize: 1400, window: 64, crc: true, privateData: new Uint8Array(0) });
 const s1 = setup(1);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Whether `errors` holds a ResourceLimitError whose message matches `re`. */
 const limitReported = (errors: readonly LlpError[], re: RegExp) =>

@@ -6,56 +6,21 @@
 import dgram from 'node:dgram';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { isLlpError, type LlpCloseEvent, type LlpConnection, type LlpError } from '@rddp/llp';
+import { isLlpError, type LlpCloseEvent, type LlpConnection } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AbortCode,
   COOKIE_LENGTH,
   DatagramType,
   datagramParts,
   decodeAbortBody,
-  encodeSetupBody,
   type UdpConnection,
-  type UdpListener,
   udp,
 } from '../src/index.js';
-import { RawPeer, until } from './helpers.js';
+import { fast, outsideTests, type RawPeer, setupBody as setup, sleep, until } from './helpers.js';
 
-const fast = { retransmitMs: 10, lingerMs: 20, closeTimeoutMs: 500 };
-const open: LlpConnection[] = [];
-const raws: RawPeer[] = [];
-const listeners: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) c.abort();
-  for (const r of raws.splice(0)) r.close();
-  for (const l of listeners.splice(0)) await l.close();
-});
-
-async function raw(): Promise<RawPeer> {
-  const r = await RawPeer.open();
-  raws.push(r);
-  return r;
-}
-
-async function listen(options: Parameters<typeof udp>[0], listenOptions = {}) {
-  const t = udp(options);
-  const l = (await t.listen({ host: '127.0.0.1', port: 0 }, listenOptions)) as UdpListener;
-  listeners.push(l);
-  const accepted: LlpConnection[] = [];
-  l.connections$.subscribe((c) => {
-    accepted.push(c);
-    open.push(c);
-  });
-  const errors: LlpError[] = [];
-  l.errors$.subscribe((e) => errors.push(e));
-  return { t, l, port: l.address.port as number, accepted, errors };
-}
-
-const setup = (streams: number) =>
-  encodeSetupBody({ streams, datagramSize: 1400, window: 64, crc: true, privateData: new Uint8Array(0) });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const { open, raw, listen } = outsideTests();
 
 /** The heap after a full collection (V8's gc, exposed for this process). */
 function heapAfterGc(): number {

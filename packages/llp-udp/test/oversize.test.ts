@@ -5,9 +5,8 @@
  * (docs/UDP-LLP.md "Data"), as other DATA that breaks what was agreed is. A DATA of exactly the MULPDU is
  * delivered. Checked on both ends: a listener's connection (raw initiator) and an initiator's (raw responder).
  */
-import type { LlpConnection } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CRC_LENGTH,
   DatagramType,
@@ -20,23 +19,9 @@ import {
   type UdpStream,
   udp,
 } from '../src/index.js';
-import { collect, hex, pattern, RawPeer, until } from './helpers.js';
+import { collect, fast, hex, outsideTests, pattern, until } from './helpers.js';
 
-const fast = { retransmitMs: 10, lingerMs: 20, closeTimeoutMs: 500 };
-const open: LlpConnection[] = [];
-const raws: RawPeer[] = [];
-const listeners: UdpListener[] = [];
-afterEach(async () => {
-  for (const c of open.splice(0)) c.abort();
-  for (const r of raws.splice(0)) r.close();
-  for (const l of listeners.splice(0)) await l.close();
-});
-
-async function raw(): Promise<RawPeer> {
-  const r = await RawPeer.open();
-  raws.push(r);
-  return r;
-}
+const { open, listeners, raw } = outsideTests();
 
 const RAW_ID = 0x5150_0001;
 
