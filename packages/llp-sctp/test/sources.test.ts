@@ -29,11 +29,18 @@ async function open(port: number, from: string, timeoutMs = 2500): Promise<LlpCo
 
 const isConn = (x: LlpConnection | LlpError): x is LlpConnection => 'streams' in x;
 
+/** A listener of `options` on 127.0.0.1 (closed after the test), its port, and the errors it reports. */
+async function listen(options: Parameters<typeof sctp>[0]) {
+  const l = (await sctp(options).listen({ host: '127.0.0.1', port: 0 })) as SctpListener;
+  cleanup.push(() => l.close());
+  const errors: LlpError[] = [];
+  l.errors$.subscribe((e) => errors.push(e));
+  return { l, port: l.address.port as number, errors };
+}
+
 describe('SCTP listener: shares per source', () => {
   it('peers with state per source: one address with many ports stops at maxPendingPeersPerSource; 127.0.0.3 still associates', async () => {
-    const l = (await sctp({ maxPendingPeersPerSource: 3 }).listen({ host: '127.0.0.1', port: 0 })) as SctpListener;
-    cleanup.push(() => l.close());
-    const port = l.address.port as number;
+    const { l, port } = await listen({ maxPendingPeersPerSource: 3 });
     const flood = await Promise.all([0, 1, 2, 3, 4].map(() => open(port, '127.0.0.2', 2000)));
     expect(flood.filter(isConn)).toHaveLength(3);
     expect(flood.filter((x) => !isConn(x)).every((e) => isLlpError(e as LlpError, 'ERR_LLP_TIMEOUT'))).toBe(true);
@@ -47,11 +54,7 @@ describe('SCTP listener: shares per source', () => {
   });
 
   it('associations per source: beyond maxAssociationsPerSource an ABORT, reported as a ResourceLimitError; another source served', async () => {
-    const l = (await sctp({ maxAssociationsPerSource: 2 }).listen({ host: '127.0.0.1', port: 0 })) as SctpListener;
-    cleanup.push(() => l.close());
-    const errors: LlpError[] = [];
-    l.errors$.subscribe((e) => errors.push(e));
-    const port = l.address.port as number;
+    const { port, errors } = await listen({ maxAssociationsPerSource: 2 });
     const a = [await open(port, '127.0.0.2'), await open(port, '127.0.0.2'), await open(port, '127.0.0.2')];
     expect(a.map(isConn)).toEqual([true, true, false]);
     // The ABORT reaches the initiator at once, with the reason (RFC 4960 §3.3.10.13 cause).
@@ -65,14 +68,7 @@ describe('SCTP listener: shares per source', () => {
   it('the memory budget: receive windows reserved per association; past a source share an ABORT, released at the end', async () => {
     const window = 128 * 1024;
     const budget = new MemoryBudget({ limit: 40 * window, sourceShare: 2.5 / 40 }); // 2 windows per source
-    const l = (await sctp({ receiveWindow: window, memoryBudget: budget }).listen({
-      host: '127.0.0.1',
-      port: 0,
-    })) as SctpListener;
-    cleanup.push(() => l.close());
-    const errors: LlpError[] = [];
-    l.errors$.subscribe((e) => errors.push(e));
-    const port = l.address.port as number;
+    const { port, errors } = await listen({ receiveWindow: window, memoryBudget: budget });
     const a = [await open(port, '127.0.0.2'), await open(port, '127.0.0.2'), await open(port, '127.0.0.2')];
     expect(a.map(isConn)).toEqual([true, true, false]);
     expect(budget.usedBy('127.0.0.2')).toBeLessThanOrEqual(budget.sourceLimit);
@@ -83,11 +79,9 @@ describe('SCTP listener: shares per source', () => {
   });
 
   it('an idle association is ended after idleTimeoutMs (LlpTimeoutError); one that sends stays', async () => {
-    const l = (await sctp({ idleTimeoutMs: 600 }).listen({ host: '127.0.0.1', port: 0 })) as SctpListener;
-    cleanup.push(() => l.close());
+    const { l, port } = await listen({ idleTimeoutMs: 600 });
     const accepted: LlpConnection[] = [];
     l.connections$.subscribe((c) => accepted.push(c));
-    const port = l.address.port as number;
     const t = sctp({ idleTimeoutMs: 0 });
     const idle = await t.connect({ host: '127.0.0.1', port });
     const busy = await t.connect({ host: '127.0.0.1', port });
