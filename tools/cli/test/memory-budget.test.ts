@@ -5,37 +5,15 @@
  * Initiators from 127.0.0.2 (RFC 5044 §7.1.2) take them and sit idle; the next one from there is reset at
  * once, while a raw Initiator from 127.0.0.3 and an honest `rddp rping -c` from 127.0.0.1 are served.
  */
-import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, run as runProc } from './procs.js';
+import { freePort, startedProcesses, stderrMatches } from './procs.js';
 
-const started: ReturnType<typeof runProc>[] = [];
-function run(args: string[]): ReturnType<typeof runProc> {
-  const p = runProc(args);
-  started.push(p);
-  return p;
-}
+const { run } = startedProcesses();
 const sockets: net.Socket[] = [];
 afterEach(() => {
   for (const s of sockets.splice(0)) s.destroy();
-  for (const p of started.splice(0))
-    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
 });
-
-function stderrMatches(child: ChildProcess, re: RegExp, ms = 30_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const t = setTimeout(() => reject(new Error(`no ${re} on stderr in ${ms} ms: ${seen}`)), ms);
-    child.stderr?.on('data', (d) => {
-      seen += d;
-      if (re.test(seen)) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-  });
-}
 
 /** A raw MPA startup from `from`: 'reply' once the MPA Reply arrived, 'reset' if refused first. */
 function startup(port: number, from: string): Promise<'reply' | 'reset'> {

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
+import { afterEach } from 'vitest';
 
 export const RDDP = path.resolve(__dirname, '../../rddp');
 
@@ -16,10 +17,13 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** How a process ended: its status and all it wrote. */
+export type Ended = { code: number | null; out: string; err: string };
+
 /** Runs `tools/rddp args…`, collecting its output. */
 export function run(args: string[]): {
   child: ChildProcess;
-  done: Promise<{ code: number | null; out: string; err: string }>;
+  done: Promise<Ended>;
 } {
   const child = spawn(RDDP, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -27,4 +31,77 @@ export function run(args: string[]): {
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (err += d));
   return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
+}
+
+/**
+ * Every process a test starts; whatever still runs after the test is killed (a failed test leaks none).
+ * Call it at a test file's top level (it adds an `afterEach`): `run` is procs' `run`, the process kept;
+ * `track` keeps a child started otherwise.
+ */
+export function startedProcesses(): {
+  run(args: string[]): ReturnType<typeof run>;
+  track(child: ChildProcess): ChildProcess;
+} {
+  const started: ChildProcess[] = [];
+  afterEach(() => {
+    for (const c of started.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
+  return {
+    run(args) {
+      const p = run(args);
+      started.push(p.child);
+      return p;
+    },
+    track(child) {
+      started.push(child);
+      return child;
+    },
+  };
+}
+
+/** Resolves with `stream`'s output so far once it matches `re`; rejects if the process exits first or after `ms`. */
+export function outputMatches(
+  child: ChildProcess,
+  stream: 'stdout' | 'stderr',
+  re: RegExp,
+  ms = 30_000,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const t = setTimeout(() => reject(new Error(`no ${re} on ${stream} in ${ms} ms: ${seen}`)), ms);
+    child[stream]?.on('data', (d) => {
+      seen += d;
+      if (re.test(seen)) {
+        clearTimeout(t);
+        resolve(seen);
+      }
+    });
+    child.once('exit', (c) => {
+      clearTimeout(t);
+      reject(new Error(`exited ${c} before ${re}: ${seen}`));
+    });
+  });
+}
+
+/** Resolves when the child's stderr so far matches `re` (as outputMatches). */
+export const stderrMatches = (child: ChildProcess, re: RegExp, ms = 30_000): Promise<string> =>
+  outputMatches(child, 'stderr', re, ms);
+
+/**
+ * The process's end, or a failure (and the process killed) if it is still running `ms` from now (by
+ * default 5 s: how long an ended run may keep its process, issue 34).
+ */
+export async function endsWithin(p: { child: ChildProcess; done: Promise<Ended> }, ms = 5000): Promise<Ended> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      p.child.kill('SIGKILL');
+      reject(new Error(`still running ${ms} ms later`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([p.done, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -7,7 +7,7 @@
  * raw sockets bound to 127.0.0.x; the honest clients are `tools/rddp rping -c` processes, through a TCP
  * relay bound to 127.0.0.2 when they must come from another source than 127.0.0.1.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { Access } from '@rddp/ddp';
@@ -17,29 +17,22 @@ import { type RawPeer, wrap } from '../../../packages/llp-mpa-tcp/test/raw.js';
 import { encodeInfo, fillPing } from '../src/rping/protocol.js';
 import { RdmaSession } from '../src/rping/session.js';
 import { toolTransport } from '../src/transports.js';
-import { freePort, RDDP, run as runProc } from './procs.js';
+import { endsWithin, freePort, RDDP, startedProcesses } from './procs.js';
 import { closedWithin, sendFpdu, ulpdus } from './raw-rdmap.js';
 
 const MiB = 1024 * 1024;
 
-/** Every process and socket a test starts; whatever is still open after the test is ended. */
-const children: ChildProcess[] = [];
+/** Every socket and relay a test opens; whatever is still open after the test is ended. */
 const cleanups: (() => void)[] = [];
 afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const f of cleanups.splice(0)) f();
 });
-
-function run(args: string[]): ReturnType<typeof runProc> {
-  const p = runProc(args);
-  children.push(p.child);
-  return p;
-}
+const { run, track } = startedProcesses(); // registered last, its afterEach runs first: processes, then sockets
 
 /** `tools/rddp rping …` as a server: its stderr so far, and a wait for a pattern in it. */
 async function server(args: string[], env: Record<string, string> = {}) {
   const child = spawn(RDDP, ['rping', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-  children.push(child);
+  track(child);
   let err = '';
   child.stderr?.on('data', (d) => (err += d));
   const done = once(child, 'exit').then(([code]) => code as number | null);
@@ -59,22 +52,6 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
   while (!cond()) {
     if (Date.now() > end) throw new Error(`no ${what} within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The process's end within `ms` (else it is killed and the test fails). */
-async function endsWithin(p: ReturnType<typeof run>, ms: number) {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      p.child.kill('SIGKILL');
-      reject(new Error(`still running ${ms} ms later`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([p.done, late]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -3,61 +3,14 @@
  * failing client ends only its own connection), the README's rping walkthrough runs as written, and the
  * server's go-ahead and done Sends carry the 16 zero octets rping.c's never-formatted send buffer holds.
  */
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, run as runProc } from './procs.js';
-
-/** Every process a test starts; whatever still runs after the test is killed (a failed test leaks none). */
-const started: ReturnType<typeof runProc>[] = [];
-function run(args: string[]): ReturnType<typeof runProc> {
-  const p = runProc(args);
-  started.push(p);
-  return p;
-}
-afterEach(() => {
-  for (const p of started.splice(0))
-    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-});
-
+import { describe, expect, it } from 'vitest';
+import { endsWithin, freePort, startedProcesses, stderrMatches } from './procs.js';
 import { closedWithin, rawMpaPeer, sendFpdu, ulpdus } from './raw-rdmap.js';
 
-/** Resolves when the child's stderr so far matches `re`. */
-function stderrMatches(child: ChildProcess, re: RegExp, ms = 30_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const t = setTimeout(() => reject(new Error(`no ${re} on stderr in ${ms} ms: ${seen}`)), ms);
-    child.stderr?.on('data', (d) => {
-      seen += d;
-      if (re.test(seen)) {
-        clearTimeout(t);
-        resolve(seen);
-      }
-    });
-    child.once('exit', (c) => {
-      clearTimeout(t);
-      reject(new Error(`exited ${c} before ${re}: ${seen}`));
-    });
-  });
-}
-
-/** The process's end within `ms` (else it is killed and the test fails). */
-async function endsWithin(p: ReturnType<typeof run>, ms = 5000) {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      p.child.kill('SIGKILL');
-      reject(new Error(`still running ${ms} ms later`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([p.done, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const { run } = startedProcesses();
 
 describe("README: the rping walkthrough (the Tools section's `tools/rddp rping` lines) runs as written", () => {
   it('the server line, then every client line against it; Ctrl-C ends the server with status 0', async () => {

@@ -3,62 +3,11 @@
  * and one line on stderr (bad flags: status 2); a closed stdout ends a command quietly (status 0); a peer
  * that ends the connection in mid-run is named as such, not by the operation it flushed.
  */
-import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, run as runProc } from './procs.js';
+import { describe, expect, it } from 'vitest';
+import { endsWithin, freePort, outputMatches, startedProcesses } from './procs.js';
 
-/** Every process a test starts; whatever still runs after the test is killed (a failed test leaks none). */
-const started: ReturnType<typeof runProc>[] = [];
-function run(args: string[]): ReturnType<typeof runProc> {
-  const p = runProc(args);
-  started.push(p);
-  return p;
-}
-afterEach(() => {
-  for (const p of started.splice(0))
-    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-});
-
-/** Bound on how long an ended run may keep its process (the issue's 5 s). */
-const ENDS_WITHIN_MS = 5000;
-
-type Ended = { code: number | null; out: string; err: string };
-
-/** The process's end, or a failure (and the process killed) if it is still running `ms` from now. */
-async function endsWithin(p: ReturnType<typeof run>, ms = ENDS_WITHIN_MS): Promise<Ended> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      p.child.kill('SIGKILL');
-      reject(new Error(`still running ${ms} ms later`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([p.done, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Resolves when `stream`'s output so far matches `re`. */
-function outputMatches(child: ChildProcess, stream: 'stdout' | 'stderr', re: RegExp, ms = 30_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const t = setTimeout(() => reject(new Error(`no ${re} on ${stream} in ${ms} ms: ${seen}`)), ms);
-    child[stream]?.on('data', (d) => {
-      seen += d;
-      if (re.test(seen)) {
-        clearTimeout(t);
-        resolve(seen);
-      }
-    });
-    child.once('exit', (c) => {
-      clearTimeout(t);
-      reject(new Error(`exited ${c} before ${re}: ${seen}`));
-    });
-  });
-}
+const { run } = startedProcesses();
 
 const lines = (s: string) => s.split('\n').filter((l) => l !== '');
 
