@@ -75,9 +75,31 @@ function rng(seed) {
   return r;
 }
 
+/**
+ * `bytes` as MPA sends them: a Marker (16 zero bits, then FPDUPTR `ptr` as it stands there) once `room`
+ * octets have passed and every 508 octets after that (RFC 5044 §4.3).
+ */
+function withMarkers(bytes, room, ptr) {
+  const parts = [];
+  let po = 0;
+  while (po < bytes.length) {
+    if (room === 0) {
+      parts.push(Uint8Array.of(0, 0, (ptr >>> 8) & 0xff, ptr & 0xff));
+      ptr += 4;
+      room = 508;
+    }
+    const n = Math.min(room, bytes.length - po);
+    parts.push(bytes.subarray(po, po + n));
+    po += n;
+    ptr += n;
+    room -= n;
+  }
+  return Buffer.concat(parts);
+}
+
 const isInt = (v, lo, hi) => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
 const TA_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length').get;
 /** A typed array's internal length, whatever an own `length` property says (0 once detached). */
 const taLength = (t) => TA_LENGTH.call(t);
 
-module.exports = { out, childHarness, rng, isInt, taLength };
+module.exports = { out, childHarness, rng, withMarkers, isInt, taLength };

@@ -14,7 +14,13 @@
  */
 const { types } = require('node:util');
 const { Worker } = require('node:worker_threads');
-const { childHarness, rng, isInt, taLength } = require('../../../test/support/native-child-harness.cjs');
+const {
+  childHarness,
+  rng,
+  withMarkers: marked,
+  isInt,
+  taLength,
+} = require('../../../test/support/native-child-harness.cjs');
 const isal = require('../index.cjs');
 
 const { stats, fail, begin, run } = childHarness({ computed: 0, refused: 0 });
@@ -29,24 +35,6 @@ function crcRef(bytes, crc) {
   let c = ~crc;
   for (let i = 0; i < bytes.length; i++) c = TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
   return ~c >>> 0;
-}
-/** `bytes` as MPA sends them: a Marker (16 zero bits, FPDUPTR) whenever `room` octets have passed (RFC 5044 §4.3). */
-function marked(bytes, room, ptr) {
-  const parts = [];
-  let po = 0;
-  while (po < bytes.length) {
-    if (room === 0) {
-      parts.push(Uint8Array.of(0, 0, (ptr >>> 8) & 0xff, ptr & 0xff));
-      ptr += 4;
-      room = 508;
-    }
-    const n = Math.min(room, bytes.length - po);
-    parts.push(bytes.subarray(po, po + n));
-    po += n;
-    ptr += n;
-    room -= n;
-  }
-  return Buffer.concat(parts);
 }
 
 /** v[s, e), or nothing for a detached array (whose subarray would throw). */

@@ -16,7 +16,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const { types } = require('node:util');
 const { Worker } = require('node:worker_threads');
-const { childHarness, rng, isInt, taLength } = require('../../../test/support/native-child-harness.cjs');
+const { childHarness, rng, withMarkers, isInt, taLength } = require('../../../test/support/native-child-harness.cjs');
 const w = require('../index.cjs');
 
 /** Outcomes, printed as `stats {...}` at the end: the parent checks the calls were not all of one kind. */
@@ -28,24 +28,7 @@ const markersIn = (len, room) => (len > room ? Math.ceil((len - room) / AFTER) :
 
 /** A range's octets as they go on the wire (RFC 5044 §4.3 Markers when mk is not -1). */
 function wireOf(bytes, mk) {
-  if (mk === -1) return Buffer.from(bytes);
-  let room = Math.floor(mk / 65536);
-  let ptr = mk % 65536;
-  const parts = [];
-  let po = 0;
-  while (po < bytes.length) {
-    if (room === 0) {
-      parts.push(Uint8Array.of(0, 0, (ptr >> 8) & 0xff, ptr & 0xff));
-      ptr += 4;
-      room = AFTER;
-    }
-    const n = Math.min(room, bytes.length - po);
-    parts.push(bytes.subarray(po, po + n));
-    po += n;
-    ptr += n;
-    room -= n;
-  }
-  return Buffer.concat(parts);
+  return mk === -1 ? Buffer.from(bytes) : withMarkers(bytes, Math.floor(mk / 65536), mk % 65536);
 }
 
 /** The octets of a buffer the binding may take (ArrayBuffer or Uint8Array) now; null for any other value. */
