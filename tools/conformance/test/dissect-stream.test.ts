@@ -6,6 +6,8 @@
  * plays the hostile files against `rddp dissect` from outside.)
  */
 import { describe, expect, it } from 'vitest';
+import { Dissector } from '../src/dissect/dissect.js';
+import { STATE_COST } from '../src/dissect/meter.js';
 import { TcpDirection, tcpReassemblyWork } from '../src/dissect/tcp.js';
 import {
   type CapturedPacket,
@@ -405,3 +407,80 @@ describe('the report is bounded, the counts are not', () => {
     expect(text).toContain('… 20 more connections not listed (--max-events)');
   });
 });
+
+describe('decoding state: one bound over every connection (maxStateOctets)', () => {
+  /** Client frames of connection `port`: a SYN, then `n` segments of `size` octets held far ahead of a gap. */
+  function holder(w: PcapWriter, port: number, n: number, size: number, t: { t: number }): void {
+    const f = (seq: number, flags: number, payload?: Uint8Array) =>
+      w.add(
+        tcpFrame({
+          srcIp: [10, 0, 1, 1],
+          dstIp: [10, 0, 0, 2],
+          srcPort: port,
+          dstPort: 7174,
+          seq,
+          ack: 0,
+          flags,
+          ...(payload ? { payload } : {}),
+        }),
+        t.t++,
+      );
+    f(999, TCP_SYN);
+    for (let i = 0; i < n; i++) f(1000 + 1_000_000 + i * size, TCP_ACK | TCP_PSH, new Uint8Array(size));
+  }
+
+  it('connections holding out-of-order octets: the one that takes the sum over the bound is given up, the sum never stays over it', () => {
+    const max = 4 << 20;
+    const perConn = 1000 * (1000 + STATE_COST.segment);
+    const w = new PcapWriter();
+    const t = { t: 0 };
+    for (let c = 0; c < 8; c++) holder(w, 42000 + c, 1000, 1000, t);
+    const d = new Dissector({ maxStateOctets: max });
+    let peak = 0;
+    const packets = readCaptureBytesSync(w.bytes());
+    for (const p of packets) {
+      d.packet(p);
+      expect(d.stateOctets).toBeLessThanOrEqual(max);
+      peak = Math.max(peak, d.stateOctets);
+    }
+    const r = d.finish('pcap');
+    // Three fit (3 × 1.29 MB); the fourth and each later one goes over as it grows and is given up.
+    expect(peak).toBeGreaterThan(3 * perConn - 2 * (1000 + STATE_COST.segment));
+    const notes = r.findings.filter((f) => f.code === 'dissect-state-limit');
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.message).toMatch(
+      /over 4194304 octets at once \(--max-state\): 5 connection\(s\) given up, \d+ later packets skipped$/,
+    );
+    expect(r.events.find((e) => e.connection === 'capture')?.summary).toBe(
+      'decoding state over 4194304 octets: 5 connection(s) given up',
+    );
+  });
+
+  it('a connection given up lets go of its state: a later MPA connection still fits and is decoded to the end', async () => {
+    const w = new PcapWriter();
+    const t = { t: 0 };
+    for (let c = 0; c < 6; c++) holder(w, 43000 + c, 1000, 1000, t);
+    const mpa = await readCaptureBytes(mpaFlow(500));
+    for (const p of mpa.packets) w.add(p.data, t.t++);
+    const max = 4 << 20;
+    const d = new Dissector({ maxStateOctets: max });
+    for (const p of readCaptureBytesSync(w.bytes())) d.packet(p);
+    // Three holders still hold theirs; the three given up, and the MPA connection (ended by FINs), nothing.
+    expect(d.stateOctets).toBe(3 * 1000 * (1000 + STATE_COST.segment));
+    const r = d.finish('pcap');
+    const c = r.connections.find((x) => x.transport === 'mpa-tcp');
+    expect(c?.segments).toBe(500);
+    expect(c?.findings.reject).toBe(0);
+    expect(r.findings.filter((f) => f.code === 'dissect-state-limit')).toHaveLength(1);
+    // Under the default bound (64 MiB) nothing is given up.
+    const all = await dissectBytes(w.bytes());
+    expect(all.findings.filter((f) => f.code === 'dissect-state-limit')).toEqual([]);
+  });
+});
+
+/** Every packet of a capture in memory (the parser is synchronous). */
+function readCaptureBytesSync(bytes: Uint8Array): CapturedPacket[] {
+  const out: CapturedPacket[] = [];
+  streamCaptureBytes(bytes, (p) => out.push(p));
+  return out;
+}

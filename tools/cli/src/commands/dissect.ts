@@ -2,12 +2,14 @@
  * `rddp dissect FILE.pcap[ng]` — decodes the iWARP traffic of a capture (MPA/TCP, DDP over SCTP, the UDP
  * LLP) with @rddp/conformance's own codec and flags what a receiver must reject, with the clause.
  * The capture is streamed (read a chunk at a time, each packet decoded as it arrives) in bounded memory;
- * the report keeps at most --max-events events, findings and connection summaries and counts the rest.
+ * the report keeps at most --max-events events, findings and connection summaries and counts the rest;
+ * what the decoders hold at once (out-of-order segments, reassembly, tables) is bounded by --max-state.
  * Exit status: 0 decoded, nothing to reject; 3 decoded, findings to reject; 1 unreadable input (also a
  * file over --max-capture-bytes, refused before reading, or a FIFO/device cut there); 2 usage.
  */
 import {
   DEFAULT_MAX_REPORT_ENTRIES,
+  DEFAULT_MAX_STATE_OCTETS,
   dissectExitStatus,
   dissectFile,
   formatDissectJson,
@@ -43,6 +45,12 @@ export function registerDissect(program: Command): void {
       integerIn(1, 2 ** 40),
       String(MAX_CAPTURE_BYTES),
     )
+    .option(
+      '--max-state <octets>',
+      'decoding state held at once (out-of-order segments, reassembly, open messages, streams), estimated; a connection that takes it over is given up with a note',
+      integerIn(1 << 20, 2 ** 40),
+      String(DEFAULT_MAX_STATE_OCTETS),
+    )
     .option('--sctp-udp-port <list>', 'UDP ports carrying SCTP (9899, RFC 6951, always)', integerListIn(1, 65535))
     .option(
       '--udp-llp-port <list>',
@@ -65,6 +73,7 @@ export function registerDissect(program: Command): void {
           maxConnections: string;
           maxEvents: string;
           maxCaptureBytes: string;
+          maxState: string;
           sctpUdpPort?: string;
           udpLlpPort?: string;
         },
@@ -75,6 +84,7 @@ export function registerDissect(program: Command): void {
           maxConnections: Number(o.maxConnections),
           maxEvents: Number(o.maxEvents),
           maxCaptureBytes: Number(o.maxCaptureBytes),
+          maxStateOctets: Number(o.maxState),
           sctpUdpPorts: ports(o.sctpUdpPort),
           udpLlpPorts: ports(o.udpLlpPort),
         });

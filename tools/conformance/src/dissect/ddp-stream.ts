@@ -8,6 +8,7 @@
 import { Opcode, opcodeName } from '../wire/constants.js';
 import { type DecodedSegment, decodeUlpdu, IETF_VERSIONS, RDMAC_VERSIONS } from '../wire/rdmap.js';
 import { note, reject, type Violation, warn } from '../wire/violation.js';
+import { STATE_COST, StateMeter } from './meter.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
 
@@ -54,22 +55,29 @@ export interface DdpStreamOptions {
   readonly rdmac?: boolean;
   /** Whether the capture lost octets of the direction opposite to `direction` so far (a TCP gap). */
   readonly gapBefore?: (direction: string) => boolean;
+  /** Where the state this stream holds is counted (DissectOptions.maxStateOctets). */
+  readonly meter?: StateMeter;
 }
 
 export class DdpStream {
   private readonly dirs = new Map<string, Direction>();
+  private readonly meter: StateMeter;
 
   constructor(
     private readonly rec: Recorder,
     private readonly conn: ConnectionSummary,
     private readonly options: DdpStreamOptions,
-  ) {}
+  ) {
+    this.meter = options.meter ?? new StateMeter();
+    this.meter.add(STATE_COST.stream);
+  }
 
   private dir(label: string): Direction {
     let d = this.dirs.get(label);
     if (!d) {
       d = new Direction(label);
       this.dirs.set(label, d);
+      this.meter.add(STATE_COST.direction);
     }
     return d;
   }
@@ -159,6 +167,7 @@ export class DdpStream {
                 ),
               );
             peer.reads.shift();
+            this.meter.add(-STATE_COST.read);
           }
         }
       }
@@ -190,6 +199,7 @@ export class DdpStream {
     }
     if (op === Opcode.RdmaReadRequest && s.readRequest) {
       if (d.reads.length >= MAX_OUTSTANDING_READS) d.reads.shift();
+      else this.meter.add(STATE_COST.read);
       d.reads.push({
         sinkStag: s.readRequest.sinkStag,
         sinkTo: s.readRequest.sinkTo,
@@ -207,6 +217,7 @@ export class DdpStream {
       if (d.open.size >= MAX_OPEN_MESSAGES) {
         const oldest = d.open.keys().next().value as string;
         d.open.delete(oldest);
+        this.meter.add(-STATE_COST.message);
       }
       m = {
         opcode: s.rdmap.opcode,
@@ -217,12 +228,14 @@ export class DdpStream {
         key,
       };
       d.open.set(key, m);
+      this.meter.add(STATE_COST.message);
     }
     m.segments++;
     m.bytes += s.payload.byteLength;
     m.nextOffset = (s.ddp.tagged ? s.ddp.to : BigInt(s.ddp.mo)) + BigInt(s.payload.byteLength);
     if (!s.ddp.last) return;
     d.open.delete(key);
+    this.meter.add(-STATE_COST.message);
     const name = opcodeName(m.opcode);
     this.conn.operations[name] = (this.conn.operations[name] ?? 0) + 1;
     if (s.terminate) this.rec.terminate(this.conn, { frame, direction: d.label, name: s.terminate.name });

@@ -7,6 +7,7 @@
  */
 import { type Capture, type CapturedPacket, streamCaptureBytes, streamCaptureFile } from '../pcap/read.js';
 import { note } from '../wire/violation.js';
+import { DEFAULT_MAX_STATE_OCTETS, StateMeter } from './meter.js';
 import type { DissectReport } from './model.js';
 import { MpaTcpConnection, type MpaTcpOptions } from './mpa-tcp.js';
 import { decodePacket } from './packet.js';
@@ -29,6 +30,12 @@ export interface DissectOptions extends MpaTcpOptions {
   readonly maxEvents?: number;
   /** Most octets read from a capture file (default MAX_CAPTURE_BYTES, 1 GiB). */
   readonly maxCaptureBytes?: number;
+  /**
+   * Decoding state held at once over every connection, in estimated octets (default 64 MiB): held
+   * segments and fragments, open messages, outstanding Reads, DDP Streams, TSNs. A connection whose
+   * packet takes the sum over it is given up (its state let go, its later packets skipped), with a note.
+   */
+  readonly maxStateOctets?: number;
 }
 
 interface TcpConn {
@@ -38,6 +45,7 @@ interface TcpConn {
   readonly mpa: MpaTcpConnection;
   /** Sides whose FIN was seen (RFC 793 §3.5). */
   readonly fin: Set<string>;
+  readonly meter: StateMeter;
 }
 
 type UdpFlow = { kind: 'sctp'; assoc: SctpAssociation } | { kind: 'llp'; flow: UdpLlpFlow };
@@ -64,6 +72,14 @@ function finishTcp(c: TcpConn, frame: number, closed: boolean): void {
   c.mpa.end(frame, closed);
 }
 
+/** The note on a connection given up at the state bound. */
+const stateNote = (max: number) =>
+  note(
+    'dissect-state-limit',
+    'docs/CONFORMANCE.md "Limits"',
+    `decoding state over ${max} octets at once (--max-state): the rest of this connection is not decoded`,
+  );
+
 const pairKey = (a: string, b: string, proto: string) => `${proto}:${[a, b].sort().join('|')}`;
 
 /**
@@ -84,6 +100,12 @@ export class Dissector {
   private readonly refused = new Set<string>();
   private readonly maxRefused: number;
   private readonly over = { flows: 0, packets: 0, firstFrame: 0, forgot: false };
+  /** Estimated octets of decoding state held now (the sum of the flows' meters), and its bound. */
+  private state = 0;
+  private readonly maxState: number;
+  /** Flows given up at the state bound (a bounded number remembered), so none is picked up half-way. */
+  private readonly starved = new Set<string>();
+  private readonly starve = { flows: 0, packets: 0, firstFrame: 0, forgot: false };
   private ids = 0;
   private last = 0;
   /** Packets seen. */
@@ -95,6 +117,45 @@ export class Dissector {
     this.llpPorts = new Set(options.udpLlpPorts ?? []);
     this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     this.maxRefused = Math.max(this.maxConnections, DEFAULT_MAX_CONNECTIONS);
+    this.maxState = options.maxStateOctets ?? DEFAULT_MAX_STATE_OCTETS;
+  }
+
+  /** Adds what `m` holds now to the sum; whether the sum is over the bound. */
+  private overState(m: StateMeter): boolean {
+    this.state += m.cost - m.counted;
+    m.counted = m.cost;
+    return this.state > this.maxState;
+  }
+
+  /** A flow is let go: what its meter held leaves the sum. */
+  private release(m: StateMeter): void {
+    this.state -= m.counted;
+    m.counted = 0;
+  }
+
+  /** Whether packets of `key` are skipped, the flow having been given up at the state bound. */
+  private starving(key: string, opening: boolean): boolean {
+    if (!this.starved.has(key)) return false;
+    if (opening) {
+      this.starved.delete(key);
+      return false;
+    }
+    this.starve.packets++;
+    return true;
+  }
+
+  /** Gives up a flow at the state bound: its later packets are skipped (until it opens again). */
+  private starveFlow(key: string, frame: number, m: StateMeter): void {
+    this.release(m);
+    if (this.starve.firstFrame === 0) this.starve.firstFrame = frame;
+    this.starve.flows++;
+    if (this.starved.size < this.maxRefused) this.starved.add(key);
+    else this.starve.forgot = true;
+  }
+
+  /** Decoding state held now, in estimated octets (the sum bounded by `maxStateOctets`). */
+  get stateOctets(): number {
+    return this.state;
   }
 
   /** Whether a flow not followed yet may be; `opening`: its first packet (SYN, INIT, REQUEST). */
@@ -141,18 +202,21 @@ export class Dissector {
         // A new connection on the same ports: finish the old one.
         finishTcp(c, pkt.frame, true);
         tcp.delete(key);
+        this.release(c.meter);
         c = undefined;
       }
       if (!c) {
         // Nothing to decode in a reset or an empty segment of a connection not followed.
         if (l4.rst || (!l4.syn && l4.payload.byteLength === 0)) return;
+        if (this.starving(key, l4.syn && !l4.ackFlag)) return;
         if (!this.admit(key, pkt.frame, l4.syn && !l4.ackFlag)) return;
+        const meter = new StateMeter();
         const synAck = l4.syn && l4.ackFlag;
         const initiator = synAck ? to : from;
         const responder = synAck ? from : to;
         const dirs = new Map([
-          [initiator, new TcpDirection()],
-          [responder, new TcpDirection()],
+          [initiator, new TcpDirection(meter)],
+          [responder, new TcpDirection(meter)],
         ]);
         const gap = (who: string) => {
           const d = dirs.get(who);
@@ -162,8 +226,9 @@ export class Dissector {
           initiator,
           responder,
           dirs,
-          mpa: new MpaTcpConnection(rec, `tcp-${++this.ids}`, initiator, responder, { ...options, gap }),
+          mpa: new MpaTcpConnection(rec, `tcp-${++this.ids}`, initiator, responder, { ...options, gap, meter }),
           fin: new Set(),
+          meter,
         };
         tcp.set(key, c);
       }
@@ -182,12 +247,19 @@ export class Dissector {
             `more than ${MAX_TCP_OUT_OF_ORDER} octets or ${MAX_TCP_OUT_OF_ORDER_SEGMENTS} segments after a gap: the rest of this direction is not decoded`,
           ),
         );
+      if (this.overState(c.meter)) {
+        c.mpa.streamNote(pkt.frame, from, stateNote(this.maxState));
+        tcp.delete(key);
+        this.starveFlow(key, pkt.frame, c.meter);
+        return;
+      }
       // RFC 793 §3.5: a reset ends the connection; so do FINs both ways once no octet before them is missing.
       if (l4.fin) c.fin.add(from);
       const settled = [...c.dirs.values()].every((d) => d.pending === 0);
       if (l4.rst || (c.fin.size === 2 && settled)) {
         finishTcp(c, pkt.frame, true);
         tcp.delete(key);
+        this.release(c.meter);
       }
       return;
     }
@@ -203,14 +275,19 @@ export class Dissector {
         const chunk = firstChunk(l4.packet);
         // The last packet of an association already ended (or never seen) starts none.
         if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) return;
+        if (this.starving(key, chunk === SCTP_INIT)) return;
         if (!this.admit(key, pkt.frame, chunk === SCTP_INIT)) return;
         a = new SctpAssociation(rec, `sctp-${++this.ids}`, false);
         sctp.set(key, a);
       }
       a.packet(pkt.frame, from, to, l4.packet);
-      if (a.closed) {
+      if (this.overState(a.meter)) {
+        sctp.delete(key);
+        this.starveFlow(key, pkt.frame, a.meter);
+      } else if (a.closed) {
         a.end(pkt.frame, true);
         sctp.delete(key);
+        this.release(a.meter);
       }
       return;
     }
@@ -224,26 +301,27 @@ export class Dissector {
       if (this.sctpPorts.has(l4.srcPort) || this.sctpPorts.has(l4.dstPort) || looksLikeSctp(pl)) {
         const chunk = firstChunk(pl);
         if (chunk === SCTP_ABORT || chunk === SCTP_SHUTDOWN_COMPLETE) return;
+        if (this.starving(key, chunk === SCTP_INIT)) return;
         if (!this.admit(key, pkt.frame, chunk === SCTP_INIT)) return;
         f = { kind: 'sctp', assoc: new SctpAssociation(rec, `sctp-udp-${++this.ids}`, true) };
       } else if (this.llpPorts.has(l4.srcPort) || this.llpPorts.has(l4.dstPort) || looksLikeUdpLlpRequest(pl)) {
+        if (this.starving(key, looksLikeUdpLlpRequest(pl))) return;
         if (!this.admit(key, pkt.frame, looksLikeUdpLlpRequest(pl))) return;
         f = { kind: 'llp', flow: new UdpLlpFlow(rec, `udp-llp-${++this.ids}`) };
       } else return;
       udp.set(key, f);
     }
-    if (f.kind === 'sctp') {
-      f.assoc.packet(pkt.frame, from, to, l4.payload);
-      if (f.assoc.closed) {
-        f.assoc.end(pkt.frame, true);
-        udp.delete(key);
-      }
-    } else {
-      f.flow.datagram(pkt.frame, from, to, l4.payload);
-      if (f.flow.closed) {
-        f.flow.end(pkt.frame, true);
-        udp.delete(key);
-      }
+    const meter = f.kind === 'sctp' ? f.assoc.meter : f.flow.meter;
+    if (f.kind === 'sctp') f.assoc.packet(pkt.frame, from, to, l4.payload);
+    else f.flow.datagram(pkt.frame, from, to, l4.payload);
+    if (this.overState(meter)) {
+      udp.delete(key);
+      this.starveFlow(key, pkt.frame, meter);
+    } else if (f.kind === 'sctp' ? f.assoc.closed : f.flow.closed) {
+      if (f.kind === 'sctp') f.assoc.end(pkt.frame, true);
+      else f.flow.end(pkt.frame, true);
+      udp.delete(key);
+      this.release(meter);
     }
   }
 
@@ -271,6 +349,19 @@ export class Dissector {
             'dissect-connection-limit',
             'docs/CONFORMANCE.md "Limits"',
             `more than ${maxConnections} connections, associations and UDP flows at once (--max-connections): ${over.flows}${over.forgot ? ' or more' : ''} not decoded, ${over.packets} packets skipped`,
+          ),
+        ],
+      );
+    const st = this.starve;
+    if (st.flows > 0)
+      rec.captureEvent(
+        st.firstFrame,
+        `decoding state over ${this.maxState} octets: ${st.flows} connection(s) given up`,
+        [
+          note(
+            'dissect-state-limit',
+            'docs/CONFORMANCE.md "Limits"',
+            `decoding state (held segments, reassembly, open messages, streams) over ${this.maxState} octets at once (--max-state): ${st.flows}${st.forgot ? ' or more' : ''} connection(s) given up, ${st.packets} later packets skipped`,
           ),
         ],
       );

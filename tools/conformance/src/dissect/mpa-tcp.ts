@@ -8,6 +8,7 @@ import { type Fpdu, FpduReader } from '../wire/fpdu.js';
 import { decodeMpaFrame, type MpaFrame, mpaAgreement } from '../wire/mpa.js';
 import { note, reject, type Violation } from '../wire/violation.js';
 import { DdpStream } from './ddp-stream.js';
+import { STATE_COST, StateMeter } from './meter.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
 
@@ -19,6 +20,8 @@ export interface MpaTcpOptions {
   readonly maxUlpdu?: number;
   /** Whether the capture so far lost octets sent by `from` (a TCP gap not yet filled, or given up). */
   readonly gap?: (from: string) => boolean;
+  /** Where the state this connection holds is counted (DissectOptions.maxStateOctets). */
+  readonly meter?: StateMeter;
 }
 
 type State = 'request' | 'reply' | 'fpdu' | 'not-mpa' | 'rejected';
@@ -44,6 +47,9 @@ export class MpaTcpConnection {
   private firstInitiatorFpduFrame: number | undefined;
   private ddp: DdpStream | undefined;
   private early = new Set<string>();
+  private readonly meter: StateMeter;
+  /** Most octets each FPDU reader held (its buffer grew to about twice that, and stays). */
+  private readonly readerPeak = new Map<string, number>();
 
   constructor(
     private readonly rec: Recorder,
@@ -51,7 +57,9 @@ export class MpaTcpConnection {
     private readonly initiator: string,
     private readonly responder: string,
     private readonly options: MpaTcpOptions = {},
-  ) {}
+  ) {
+    this.meter = options.meter ?? new StateMeter();
+  }
 
   private dirLabel(from: string): string {
     return from === this.initiator ? `${this.initiator} → ${this.responder}` : `${this.responder} → ${this.initiator}`;
@@ -75,9 +83,20 @@ export class MpaTcpConnection {
         ]);
       return;
     }
-    list.push({ frame, bytes });
+    // A copy of its own: a view would keep the whole captured packet alive.
+    list.push({ frame, bytes: new Uint8Array(bytes) });
     this.pendingOctets += bytes.byteLength;
+    this.meter.add(bytes.byteLength + STATE_COST.early);
     this.advance(isInit ? 'initiator' : 'responder');
+  }
+
+  /** Lets go of every octet held before the MPA Reply. */
+  private dropPending(): void {
+    let entries = 0;
+    for (const l of this.pending.values()) entries += l.length;
+    this.meter.add(-(this.pendingOctets + entries * STATE_COST.early));
+    this.pending.clear();
+    this.pendingOctets = 0;
   }
 
   private take(from: string, n: number): void {
@@ -88,10 +107,12 @@ export class MpaTcpConnection {
       if (h.bytes.byteLength <= left) {
         left -= h.bytes.byteLength;
         this.pendingOctets -= h.bytes.byteLength;
+        this.meter.add(-(h.bytes.byteLength + STATE_COST.early));
         list.shift();
       } else {
         h.bytes = h.bytes.subarray(left);
         this.pendingOctets -= left;
+        this.meter.add(-left);
         left = 0;
       }
     }
@@ -128,7 +149,7 @@ export class MpaTcpConnection {
     if (this.state === 'request') {
       if (side !== 'initiator') {
         // The responder spoke first: not an MPA connection we can follow.
-        if (!this.conn) this.state = 'not-mpa';
+        if (!this.conn) this.notMpa();
         return;
       }
       const { bytes, lastFrame } = this.joined(this.initiator, maxFrame);
@@ -146,7 +167,7 @@ export class MpaTcpConnection {
             'not a valid MPA Request',
             [d.violation],
           );
-        this.state = 'not-mpa';
+        this.notMpa();
         return;
       }
       this.request = d.frame;
@@ -175,7 +196,7 @@ export class MpaTcpConnection {
       if (d.status === 'need-more') return;
       if (d.status === 'error') {
         this.rec.event(conn, lastFrame, this.dirLabel(this.responder), 'mpa-reply', 'no MPA Reply', [d.violation]);
-        this.state = 'not-mpa';
+        this.notMpa();
         return;
       }
       const request = this.request as MpaFrame;
@@ -211,7 +232,9 @@ export class MpaTcpConnection {
       const opt = (markers: boolean) => ({ crc: agreed.crc, markers, ...(maxUlpdu !== undefined ? { maxUlpdu } : {}) });
       this.readers.set(this.initiator, new FpduReader(opt(agreed.markersToResponder)));
       this.readers.set(this.responder, new FpduReader(opt(agreed.markersToInitiator)));
+      this.meter.add(2 * STATE_COST.reader);
       this.ddp = new DdpStream(this.rec, conn, {
+        meter: this.meter,
         ordered: true,
         rdmac: agreed.rdmac,
         gapBefore: (direction) => {
@@ -223,8 +246,7 @@ export class MpaTcpConnection {
       const held = [this.initiator, this.responder]
         .flatMap((who) => (this.pending.get(who) ?? []).map((p) => ({ ...p, who })))
         .sort((a, b) => a.frame - b.frame);
-      this.pending.clear();
-      this.pendingOctets = 0;
+      this.dropPending();
       for (const p of held) this.fpduData(p.frame, p.who, p.bytes);
     }
   }
@@ -250,6 +272,12 @@ export class MpaTcpConnection {
     }
     for (const f of reader.push(bytes)) {
       this.fpdu(conn, frame, label, f, extra.splice(0));
+    }
+    // The reader's buffer grows (by doubling) to hold an FPDU and does not shrink: counted at its peak.
+    const peak = this.readerPeak.get(from) ?? 0;
+    if (reader.buffered > peak) {
+      this.meter.add(2 * (reader.buffered - peak));
+      this.readerPeak.set(from, reader.buffered);
     }
     if (extra.length > 0) this.rec.event(conn, frame, label, 'stream', 'FPDU octets', extra);
   }
@@ -281,6 +309,11 @@ export class MpaTcpConnection {
       if (v.length > 0) this.rec.event(this.conn, frame, this.dirLabel(who), 'stream', `end of ${what}`, v);
     }
     this.ddp?.end(frame, closed);
+  }
+
+  private notMpa(): void {
+    this.state = 'not-mpa';
+    this.dropPending();
   }
 
   get isMpa(): boolean {

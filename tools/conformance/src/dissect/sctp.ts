@@ -8,6 +8,7 @@
 import { crc32c } from '../wire/crc.js';
 import { note, reject, type Violation, warn } from '../wire/violation.js';
 import { DdpStream, MAX_DDP_STREAMS } from './ddp-stream.js';
+import { STATE_COST, StateMeter } from './meter.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
 
@@ -96,8 +97,8 @@ interface Fragment {
 
 class Side {
   readonly seen = new Set<number>();
-  /** The TSNs in `seen`, oldest first, as a ring. */
-  readonly seenRing = new Float64Array(MAX_SCTP_TSNS);
+  /** The TSNs in `seen`, oldest first, as a ring (grown as TSNs come, to MAX_SCTP_TSNS). */
+  seenRing = new Float64Array(64);
   seenCount = 0;
   dropped = false;
   readonly fragments = new Map<number, Fragment>();
@@ -120,6 +121,8 @@ export class SctpAssociation {
     private readonly rec: Recorder,
     private readonly id: string,
     private readonly udp: boolean,
+    /** Where the state this association holds is counted (DissectOptions.maxStateOctets). */
+    readonly meter: StateMeter = new StateMeter(),
   ) {}
 
   private summary(from: string, to: string): ConnectionSummary {
@@ -137,6 +140,7 @@ export class SctpAssociation {
     if (!s) {
       s = new Side();
       this.sides.set(from, s);
+      this.meter.add(STATE_COST.direction);
     }
     return s;
   }
@@ -255,18 +259,30 @@ export class SctpAssociation {
     s.seen.add(f.tsn);
     const slot = s.seenCount % MAX_SCTP_TSNS;
     if (s.seenCount >= MAX_SCTP_TSNS) s.seen.delete(s.seenRing[slot] as number);
+    else {
+      this.meter.add(STATE_COST.tsn);
+      if (slot === s.seenRing.length) {
+        const grown = new Float64Array(Math.min(MAX_SCTP_TSNS, 2 * s.seenRing.length));
+        grown.set(s.seenRing);
+        s.seenRing = grown;
+      }
+    }
     s.seenRing[slot] = f.tsn;
     s.seenCount++;
     if (f.begin && f.end) {
       this.message(conn, frame, from, to, label, f, f.data);
       return;
     }
-    s.fragments.set(f.tsn, f);
+    // A copy of its own: a view would keep the whole captured packet alive.
+    const held = { ...f, data: new Uint8Array(f.data) };
+    s.fragments.set(f.tsn, held);
     s.held += f.data.byteLength;
+    this.meter.add(f.data.byteLength + STATE_COST.segment);
     while ((s.held > MAX_SCTP_REASSEMBLY || s.fragments.size > MAX_SCTP_FRAGMENTS) && s.fragments.size > 0) {
       const [k, old] = s.fragments.entries().next().value as [number, Fragment];
       s.fragments.delete(k);
       s.held -= old.data.byteLength;
+      this.meter.add(-(old.data.byteLength + STATE_COST.segment));
       if (!s.dropped) {
         s.dropped = true;
         this.rec.event(conn, frame, label, 'sctp-chunk', 'fragments dropped', [
@@ -283,7 +299,7 @@ export class SctpAssociation {
     const inOrder = s.lastTsn !== undefined && f.tsn === (s.lastTsn + 1) >>> 0;
     s.lastTsn = f.tsn;
     if (inOrder && !f.end) return;
-    let e: Fragment = f;
+    let e: Fragment = held;
     while (!e.end) {
       const next = s.fragments.get((e.tsn + 1) >>> 0);
       if (!next || next.sid !== f.sid || next.begin) return;
@@ -303,6 +319,7 @@ export class SctpAssociation {
       o += p.data.byteLength;
       s.fragments.delete(p.tsn);
       s.held -= p.data.byteLength;
+      this.meter.add(-(p.data.byteLength + STATE_COST.segment));
     }
     this.message(conn, frame, from, to, label, parts[0] as Fragment, msg);
   }
@@ -324,7 +341,7 @@ export class SctpAssociation {
         }
         return undefined;
       }
-      d = new DdpStream(this.rec, conn, { ordered: true, name: `SCTP stream ${sid}` });
+      d = new DdpStream(this.rec, conn, { ordered: true, name: `SCTP stream ${sid}`, meter: this.meter });
       this.streams.set(sid, d);
     }
     return d;

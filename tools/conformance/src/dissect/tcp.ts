@@ -6,6 +6,8 @@
  * only (O(log n) per segment taken), never at all of them.
  */
 
+import { STATE_COST, StateMeter } from './meter.js';
+
 /** Most octets, and segments, held out of order per direction before the direction is given up. */
 export const MAX_TCP_OUT_OF_ORDER = 8 << 20;
 export const MAX_TCP_OUT_OF_ORDER_SEGMENTS = 4096;
@@ -41,6 +43,8 @@ export class TcpDirection {
   /** Set when a gap could not be filled (lost from the capture). */
   lost = false;
 
+  constructor(private readonly meter: StateMeter = new StateMeter()) {}
+
   /** A SYN: data starts at seq + 1. */
   syn(seq: number): void {
     if (this.next === undefined) this.next = (seq + 1) >>> 0;
@@ -60,6 +64,7 @@ export class TcpDirection {
       this.pop();
       this.bySeq.delete(h.seq);
       this.heldBytes -= h.bytes.byteLength;
+      this.meter.add(-(h.bytes.byteLength + STATE_COST.segment));
       this.accept(h.frame, h.seq, h.bytes, out);
     }
     return out;
@@ -73,12 +78,8 @@ export class TcpDirection {
         // A copy of its own: a view would keep the whole captured packet alive for a few octets.
         this.insert({ frame, seq, at: this.nextAt + rel, bytes: new Uint8Array(payload) });
         this.heldBytes += payload.byteLength;
-        if (this.heldBytes > MAX_TCP_OUT_OF_ORDER || this.heap.length > MAX_TCP_OUT_OF_ORDER_SEGMENTS) {
-          this.lost = true;
-          this.heap = [];
-          this.bySeq.clear();
-          this.heldBytes = 0;
-        }
+        this.meter.add(payload.byteLength + STATE_COST.segment);
+        if (this.heldBytes > MAX_TCP_OUT_OF_ORDER || this.heap.length > MAX_TCP_OUT_OF_ORDER_SEGMENTS) this.giveUp();
       }
       return;
     }
@@ -88,6 +89,15 @@ export class TcpDirection {
     out.push({ frame, bytes });
     this.next = ((this.next as number) + bytes.byteLength) >>> 0;
     this.nextAt += bytes.byteLength;
+  }
+
+  /** Ends decoding of this direction: what is held is let go. */
+  giveUp(): void {
+    this.lost = true;
+    this.meter.add(-(this.heldBytes + this.heap.length * STATE_COST.segment));
+    this.heap = [];
+    this.bySeq.clear();
+    this.heldBytes = 0;
   }
 
   private insert(h: Held): void {

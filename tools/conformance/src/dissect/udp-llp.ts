@@ -7,6 +7,7 @@
 import { crc32c } from '../wire/crc.js';
 import { note, reject, type Violation } from '../wire/violation.js';
 import { DdpStream, MAX_DDP_STREAMS } from './ddp-stream.js';
+import { StateMeter } from './meter.js';
 import type { ConnectionSummary } from './model.js';
 import type { Recorder } from './recorder.js';
 
@@ -96,6 +97,8 @@ export class UdpLlpFlow {
   constructor(
     private readonly rec: Recorder,
     private readonly id: string,
+    /** Where the state this flow holds is counted (DissectOptions.maxStateOctets). */
+    readonly meter: StateMeter = new StateMeter(),
   ) {}
 
   datagram(frame: number, from: string, to: string, d: Uint8Array): void {
@@ -141,7 +144,11 @@ export class UdpLlpFlow {
         return;
       }
       if (!s) {
-        s = new DdpStream(this.rec, conn, { ordered: false, name: `UDP LLP stream ${h.streamId}` });
+        s = new DdpStream(this.rec, conn, {
+          ordered: false,
+          name: `UDP LLP stream ${h.streamId}`,
+          meter: this.meter,
+        });
         this.streams.set(h.streamId, s);
       }
       s.segment(frame, label, body, v, `${head} · `);
