@@ -5,6 +5,7 @@
  * must leave the honest client served and its RSS within the budget.
  */
 import dgram from 'node:dgram';
+import { setMaxListeners } from 'node:events';
 import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlpConnection } from '@rddp/llp';
@@ -215,6 +216,7 @@ export const SHARE_ATTACKS: readonly Attack[] = [
     description: 'SCTP associations from 127.0.0.7, each from a UDP port of its own, held open (20 set up at a time)',
     run: async (ports, signal) => {
       const t = sctp({ localHost: '127.0.0.7', handshakeTimeoutMs: 3000, idleTimeoutMs: 0 });
+      setMaxListeners(64, signal); // 20 connects at a time share it
       const held = new Set<LlpConnection>();
       let tried = 0;
       while (!signal.aborted) {
