@@ -95,10 +95,15 @@ export class MemoryBudget {
     );
   }
 
-  /** Reserves `octets` for `source`, or returns `undefined` (counted in `refused`) when it would not fit. */
-  reserve(octets: number, source: string): MemoryReservation | undefined {
+  /**
+   * Reserves `octets` for `source`, or returns `undefined` (counted in `refused`) when it would not fit.
+   * `{ share: false }` checks the process limit only (still counted under `source`): for a holder whose
+   * own bounds already limit one client (perf's `--max-memory`).
+   */
+  reserve(octets: number, source: string, options: { share?: boolean } = {}): MemoryReservation | undefined {
     if (!Number.isSafeInteger(octets) || octets < 0) throw new RangeError(`reserve: ${octets} is not an octet count`);
-    if (!this.take(octets, source)) return undefined;
+    const share = options.share ?? true;
+    if (!this.take(octets, source, share)) return undefined;
     const budget = this;
     let held = octets;
     let released = false;
@@ -110,7 +115,7 @@ export class MemoryBudget {
       resize(next: number): boolean {
         if (released || !Number.isSafeInteger(next) || next < 0) return false;
         if (next > held) {
-          if (!budget.take(next - held, source)) return false;
+          if (!budget.take(next - held, source, share)) return false;
         } else budget.give(held - next, source);
         held = next;
         return true;
@@ -124,9 +129,9 @@ export class MemoryBudget {
     };
   }
 
-  private take(octets: number, source: string): boolean {
+  private take(octets: number, source: string, share: boolean): boolean {
     if (octets === 0) return true;
-    if (!this.fits(octets, source)) {
+    if (share ? !this.fits(octets, source) : this.usedOctets + octets > this.limitOctets) {
       this.refusedCount++;
       return false;
     }

@@ -64,6 +64,15 @@ describe('MemoryBudget', () => {
     expect(b.used).toBe(5);
     expect(b.peak).toBe(100);
   });
+  it('{ share: false }: the process limit only, still counted under the source', () => {
+    const b = new MemoryBudget({ limit: 100, sourceShare: 0.25 });
+    expect(b.reserve(30, 'a')).toBeUndefined();
+    const r = b.reserve(90, 'a', { share: false });
+    expect(r).toBeDefined();
+    expect(b.usedBy('a')).toBe(90);
+    expect(r?.resize(101)).toBe(false);
+    expect(b.reserve(20, 'b', { share: false })).toBeUndefined();
+  });
   it('one budget per process, whichever copy asks', () => {
     expect(processMemoryBudget()).toBe(processMemoryBudget());
     expect(processMemoryBudget().limit).toBeGreaterThan(0);

@@ -250,13 +250,13 @@ export async function perfServe(
           `busy: ${need} octets of buffers asked, ${budget.inUse} of --max-memory ${budget.limit} in use`,
         );
       reserved = need;
-      // The same octets out of the process's one budget, under the client's source (docs/SECURITY.md).
+      // The same octets out of the process's one budget (its limit, not a source's share: --max-memory
+      // and --max-size already bound one client, and perftest's -a sweep alone needs more than a quarter).
       const pb = processMemoryBudget();
-      const source = sourceKey(conn.remoteAddress.host ?? '');
-      fromProcess = pb.reserve(need, source);
+      fromProcess = pb.reserve(need, sourceKey(conn.remoteAddress.host ?? ''), { share: false });
       if (fromProcess === undefined)
         throw new PerfHelloRefusedError(
-          `busy: ${need} octets of buffers asked, over the process memory budget (${pb.used} of ${pb.limit} held; ${pb.usedBy(source)} of ${pb.sourceLimit} by ${source})`,
+          `busy: ${need} octets of buffers asked, over the process memory budget (${pb.used} of ${pb.limit} held)`,
         );
     } catch (e) {
       if (e instanceof PerfHelloRefusedError) {
