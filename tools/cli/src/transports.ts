@@ -16,7 +16,7 @@ import {
 import { sctpModule } from '@rddp/llp-sctp';
 import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
 import { parseFaults } from './faults.js';
-import { toolIdleTimeoutMs } from './resources.js';
+import { toolIdleTimeoutMs, toolIpv6SourcePrefix } from './resources.js';
 
 export interface TransportFlags {
   transport: string;
@@ -159,10 +159,14 @@ function sctpOnly(f: TransportFlags): void {
     throw new UsageError('--sctp-interleaving, --sctp-scheduler and --sctp-rto-min apply to --transport sctp only');
 }
 
-/** `--idle-timeout` for the transport's options (absent: the transport's default). */
-function idleTimeout(): { idleTimeoutMs?: number } {
+/** `--idle-timeout` and `--ipv6-source-prefix` for the transport's options (absent: its defaults). */
+function idleTimeout(): { idleTimeoutMs?: number; ipv6SourcePrefix?: number } {
   const ms = toolIdleTimeoutMs();
-  return ms === undefined ? {} : { idleTimeoutMs: ms };
+  const bits = toolIpv6SourcePrefix();
+  return {
+    ...(ms === undefined ? {} : { idleTimeoutMs: ms }),
+    ...(bits === undefined ? {} : { ipv6SourcePrefix: bits }),
+  };
 }
 
 /** RFC 5043 over @rddp/sctp, UDP-encapsulated (no privileges); IETF DDP/RDMAP (DV=1, RV=1). */

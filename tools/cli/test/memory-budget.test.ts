@@ -66,6 +66,18 @@ describe('rddp --memory-budget (one budget per process, a quarter per source)', 
     server.child.kill('SIGTERM');
   });
 
+  it('--ipv6-source-prefix and --idle-timeout out of range are usage errors (exit 2, one line)', async () => {
+    for (const args of [
+      ['demo', '--ipv6-source-prefix', '129'],
+      ['perf', 'write_bw', '--ipv6-source-prefix', '1.5'],
+      ['demo', '--idle-timeout', '-1'],
+    ]) {
+      const r = await run(args).done;
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
   it('a budget that is not a size is a usage error before anything runs', async () => {
     const r = await run(['rping', '-s', '--memory-budget', 'lots']).done;
     expect(r.code).toBe(2);
