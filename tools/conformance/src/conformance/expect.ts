@@ -63,10 +63,18 @@ function flags(t: DecodedTerminate): string {
  * Waits for the target's Terminate (skipping up to `skipMax` protocol messages it had in flight), checks
  * it, then waits for the connection to end. PASS only when both happened as the RFCs say.
  */
-export async function expectTerminate(s: KitSession, spec: TerminateSpec, skipMax = 8): Promise<CaseOutcome> {
+export async function expectTerminate(
+  s: KitSession,
+  spec: TerminateSpec,
+  skipMax = 8,
+  /** A message the case already read (undefined: none, or the end of the connection). */
+  first?: RxMessage,
+): Promise<CaseOutcome> {
   let skipped = 0;
+  let pending = first;
   for (;;) {
-    const m = await s.nextOrEnd();
+    const m = pending ?? (await s.nextOrEnd());
+    pending = undefined;
     if (!m) {
       const end = s.conn.ended;
       return fail(

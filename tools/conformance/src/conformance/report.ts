@@ -1,5 +1,5 @@
 /** The kit's reports: a terminal table, JUnit XML (CI systems), JSON (scripts) and Markdown. */
-import type { RunSummary } from './types.js';
+import type { CaseResult, RunSummary } from './types.js';
 
 function modeText(s: RunSummary): string {
   return `MPA rev ${s.mode.mpaRev}, CRC ${s.mode.crc ? 'on' : 'off'}, Markers ${s.mode.markers ? 'on' : 'off'}`;
@@ -11,7 +11,12 @@ function headline(s: RunSummary): string {
 }
 
 function totals(s: RunSummary): string {
-  return `${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped in ${(s.ms / 1000).toFixed(1)} s`;
+  return `${s.passed} passed, ${s.failed} failed, ${s.warned ?? 0} warned, ${s.informational ?? 0} informational, ${s.skipped} skipped in ${(s.ms / 1000).toFixed(1)} s`;
+}
+
+/** The grade as shown: the verdict, and for FAIL/WARN/INFO the strength of the words it rests on. */
+export function gradeText(r: CaseResult): string {
+  return r.verdict === 'PASS' || r.verdict === 'SKIP' ? r.verdict : `${r.verdict} (${r.strength})`;
 }
 
 /** One line per case, columns aligned; evidence cut to `width` characters. */
@@ -22,9 +27,9 @@ export function tableReport(s: RunSummary, width = 100): string {
   const lines = [
     headline(s),
     '',
-    `${'case'.padEnd(nameW)}  ${'clause'.padEnd(clauseW)}  ${'result'}  evidence`,
+    `${'case'.padEnd(nameW)}  ${'clause'.padEnd(clauseW)}  ${'result'.padEnd(13)}  evidence`,
     ...s.results.map(
-      (r) => `${r.name.padEnd(nameW)}  ${r.clause.padEnd(clauseW)}  ${r.verdict.padEnd(6)}  ${cut(r.evidence)}`,
+      (r) => `${r.name.padEnd(nameW)}  ${r.clause.padEnd(clauseW)}  ${gradeText(r).padEnd(13)}  ${cut(r.evidence)}`,
     ),
     '',
     totals(s),
@@ -54,14 +59,19 @@ export function junitReport(s: RunSummary): string {
   ];
   for (const r of s.results) {
     const open = `    <testcase name="${xml(r.name)}" classname="${xml(r.clause)}" time="${(r.ms / 1000).toFixed(3)}"`;
-    if (r.verdict === 'PASS')
-      out.push(`${open}>`, `      <system-out>${xml(r.evidence)}</system-out>`, '    </testcase>');
+    if (r.verdict === 'PASS' || r.verdict === 'WARN' || r.verdict === 'INFO')
+      // WARN and INFO do not fail the run: they pass, with the grade and the words in the output.
+      out.push(
+        `${open}>`,
+        `      <system-out>${xml(r.verdict === 'PASS' ? r.evidence : `${gradeText(r)}: ${r.evidence}\n${r.quote}`)}</system-out>`,
+        '    </testcase>',
+      );
     else if (r.verdict === 'SKIP')
       out.push(`${open}>`, `      <skipped message="${xml(r.evidence)}"/>`, '    </testcase>');
     else
       out.push(
         `${open}>`,
-        `      <failure message="${xml(r.evidence)}" type="${xml(r.clause)}">${xml(`${r.title}\n${r.evidence}`)}</failure>`,
+        `      <failure message="${xml(r.evidence)}" type="${xml(r.clause)}">${xml(`${r.title}\n${r.evidence}\n${r.strength}: ${r.quote}`)}</failure>`,
         '    </testcase>',
       );
   }
@@ -81,9 +91,9 @@ export function markdownReport(s: RunSummary): string {
   const lines = [
     `# ${md(headline(s))}`,
     '',
-    '| case | clause | result | evidence |',
-    '|---|---|---|---|',
-    ...s.results.map((r) => `| \`${r.name}\` | ${md(r.clause)} | ${r.verdict} | ${md(r.evidence)} |`),
+    '| case | clause | result | strength | evidence |',
+    '|---|---|---|---|---|',
+    ...s.results.map((r) => `| \`${r.name}\` | ${md(r.clause)} | ${r.verdict} | ${r.strength} | ${md(r.evidence)} |`),
     '',
     totals(s),
     '',

@@ -17,6 +17,7 @@ import type {
   RunSummary,
   Verdict,
 } from './types.js';
+import { grade } from './types.js';
 
 export interface RunOptions {
   readonly role: Role;
@@ -122,6 +123,7 @@ export async function runCases(cases: readonly ConformanceCase[], o: RunOptions)
       };
     };
     let outcome: CaseOutcome;
+    const req = c.requirement ?? { strength: 'MUST' as const, quote: c.title, clause: c.clause };
     const why = !c.roles.includes(o.role)
       ? `checks the ${c.roles.join('/')} role of the kit only (${o.role === 'client' ? '--listen' : '--target'})`
       : !(c.apps ?? ['rping']).includes(o.app)
@@ -129,9 +131,11 @@ export async function runCases(cases: readonly ConformanceCase[], o: RunOptions)
         : c.skipIn?.(o.mode, o.role);
     if (why !== undefined) outcome = { verdict: 'SKIP', evidence: why };
     else {
-      outcome = await bounded((signal) => c.run(ctxFor(signal)), o.caseTimeoutMs);
+      // Graded by the requirement's strength first: a SHOULD not followed is a WARN, a MAY an INFO.
+      outcome = grade(await bounded((signal) => c.run(ctxFor(signal)), o.caseTimeoutMs), req.strength);
       // Liveness (client role): after an error case the target must still serve an honest client.
-      if (c.error && outcome.verdict === 'PASS' && o.role === 'client' && o.liveness) {
+      const answered = outcome.verdict === 'PASS' || outcome.verdict === 'WARN' || outcome.verdict === 'INFO';
+      if (c.error && answered && o.role === 'client' && o.liveness) {
         const live = o.liveness;
         const after = await bounded((signal) => live(ctxFor(signal)), o.caseTimeoutMs);
         if (after.verdict !== 'PASS')
@@ -139,7 +143,7 @@ export async function runCases(cases: readonly ConformanceCase[], o: RunOptions)
             verdict: 'FAIL',
             evidence: `${outcome.evidence}; then no honest client served: ${after.evidence}`,
           };
-        else outcome = { verdict: 'PASS', evidence: `${outcome.evidence}; honest client served after` };
+        else outcome = { verdict: outcome.verdict, evidence: `${outcome.evidence}; honest client served after` };
       }
     }
     for (const conn of conns) conn.destroy();
@@ -150,6 +154,8 @@ export async function runCases(cases: readonly ConformanceCase[], o: RunOptions)
       clause: c.clause,
       title: c.title,
       verdict: outcome.verdict,
+      strength: req.strength,
+      quote: `${req.clause}: "${req.quote}"`,
       evidence: outcome.evidence,
       ms: Math.round(performance.now() - started),
       ...(pcap ? { pcap } : {}),
@@ -166,6 +172,8 @@ export async function runCases(cases: readonly ConformanceCase[], o: RunOptions)
     results,
     passed: count('PASS'),
     failed: count('FAIL'),
+    warned: count('WARN'),
+    informational: count('INFO'),
     skipped: count('SKIP'),
     ms: Math.round(performance.now() - t0),
   };

@@ -4,7 +4,23 @@
  */
 import type { WireConn } from './conn.js';
 
-export type Verdict = 'PASS' | 'FAIL' | 'SKIP';
+/**
+ * A case's grade. FAIL: a MUST broken; WARN: a SHOULD not followed; INFO: a choice the RFC leaves open,
+ * reported; SKIP: the case does not apply (the reason says why). Only FAILs make the run fail.
+ */
+export type Verdict = 'PASS' | 'FAIL' | 'WARN' | 'INFO' | 'SKIP';
+
+/** The RFC 2119 strength of the requirement a case checks. */
+export type Strength = 'MUST' | 'SHOULD' | 'MAY';
+
+/** The words a case checks, quoted from the RFC, with their strength and section. */
+export interface Requirement {
+  readonly strength: Strength;
+  /** The RFC's own words (abridged with … where long). */
+  readonly quote: string;
+  /** Where they stand, e.g. `RFC 5044 §7.1.2`. */
+  readonly clause: string;
+}
 
 /** The kit's role: `client` against a server under test (--target), `server` for a client under test (--listen). */
 export type Role = 'client' | 'server';
@@ -51,6 +67,11 @@ export interface ConformanceCase {
   readonly clause: string;
   /** One sentence: what the target must do. */
   readonly title: string;
+  /**
+   * The RFC's words the case checks and their strength: a broken MUST is a FAIL, a SHOULD not followed
+   * a WARN, a MAY an INFO (the runner grades a case's FAIL by it). Default: MUST, quoting the title.
+   */
+  readonly requirement?: Requirement;
   /** Kit roles the case runs in. */
   readonly roles: readonly Role[];
   /** Application protocols the case needs (default: rping). */
@@ -67,6 +88,10 @@ export interface CaseResult {
   readonly clause: string;
   readonly title: string;
   readonly verdict: Verdict;
+  /** The strength of the requirement the case checks (what a FAIL, WARN or INFO rests on). */
+  readonly strength: Strength;
+  /** The RFC's words the case checks. */
+  readonly quote: string;
   readonly evidence: string;
   readonly ms: number;
   /** The capture of this case's connections (--pcap). */
@@ -81,7 +106,12 @@ export interface RunSummary {
   readonly peer: string;
   readonly results: readonly CaseResult[];
   readonly passed: number;
+  /** FAILs only (MUSTs broken): the exit status rests on this count alone. */
   readonly failed: number;
+  /** WARNs: SHOULDs not followed. */
+  readonly warned: number;
+  /** INFOs: choices the RFCs leave open, reported. */
+  readonly informational: number;
   readonly skipped: number;
   readonly ms: number;
 }
@@ -89,3 +119,19 @@ export interface RunSummary {
 export const pass = (evidence: string): CaseOutcome => ({ verdict: 'PASS', evidence });
 export const fail = (evidence: string): CaseOutcome => ({ verdict: 'FAIL', evidence });
 export const skip = (evidence: string): CaseOutcome => ({ verdict: 'SKIP', evidence });
+export const warn = (evidence: string): CaseOutcome => ({ verdict: 'WARN', evidence });
+export const info = (evidence: string): CaseOutcome => ({ verdict: 'INFO', evidence });
+
+/** Shorthands for a case's requirement. */
+export const must = (clause: string, quote: string): Requirement => ({ strength: 'MUST', quote, clause });
+export const should = (clause: string, quote: string): Requirement => ({ strength: 'SHOULD', quote, clause });
+export const may = (clause: string, quote: string): Requirement => ({ strength: 'MAY', quote, clause });
+
+/**
+ * Grades an outcome by the requirement's strength: a FAIL against a SHOULD is a WARN, against a MAY an
+ * INFO; every other verdict stands.
+ */
+export function grade(o: CaseOutcome, strength: Strength): CaseOutcome {
+  if (o.verdict !== 'FAIL' || strength === 'MUST') return o;
+  return { verdict: strength === 'SHOULD' ? 'WARN' : 'INFO', evidence: o.evidence };
+}
