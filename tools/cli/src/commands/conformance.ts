@@ -1,7 +1,8 @@
 /**
  * `rddp conformance` — an iWARP conformance kit that tests any implementation from the wire, with
  * frames built and parsed by @rddp/conformance's own codec (RFC 5040/5041/5044/6581/7306), never by
- * this stack. Exit status: 0 all PASS/SKIP, 1 any FAIL, 2 usage error.
+ * this stack. Exit status: 0 no FAIL, 1 any FAIL, 2 usage error or a target the kit cannot test (nothing
+ * answers, it stopped answering mid-run, or it does not speak MPA or the application protocol: one line).
  */
 import { exitStatus, type KitOptions, listCases, runKit, stdoutReport } from '@rddp/conformance';
 import type { Command } from 'commander';
@@ -33,27 +34,42 @@ export function registerConformance(program: Command): void {
     .option('--json <file>', 'also write a JSON report (- for stdout instead of the table)')
     .option('--md <file>', 'also write a Markdown report (- for stdout instead of the table)')
     .option('--pcap <dir>', 'write one capture per case (<dir>/<case>.pcap) from the octets sent and received')
+    .option(
+      '--reconnect <seconds>',
+      'try a refused connect again for up to this long before the target counts as unreachable (a one-shot server restarted between cases, e.g. rping -s without -P); default off',
+      integerIn(1, 3600),
+    )
+    .option(
+      '--all',
+      'run every mode in one invocation (MPA rev 1 and 2 with CRCs, each also with Markers, and rev 0); a mode the target refuses at MPA startup is SKIPs',
+    )
     .option('--list', 'list the cases and exit')
     .addHelpText(
       'after',
       '\nExamples:\n  rddp rping -s -P -p 7174 &  rddp conformance --target 127.0.0.1:7174\n' +
         '  rddp conformance --target 10.0.0.2:7174 --mpa-rev 2 --markers --junit report.xml --pcap caps\n' +
         '  rddp conformance --listen 7174   # then run `rping -c -a <kit> -C 1` once per case\n' +
-        '  rddp conformance --target 127.0.0.1:18515 --app perf --only perf,rfc7306',
+        '  rddp conformance --target 127.0.0.1:18515 --app perf --only perf,rfc7306\n' +
+        '  rddp conformance --target 127.0.0.1:7174 --all --junit all.xml\n' +
+        '  rddp conformance --target 10.0.0.2:7174 --reconnect 30   # rping -s (one client), restarted per case',
     )
-    .action(async (raw: Record<string, string | boolean | undefined>) => {
+    .action(async (raw: Record<string, string | boolean | undefined>, cmd: Command) => {
       if (raw.list) {
         process.stdout.write(listCases());
         return;
       }
+      const given = (k: string) => raw[k] !== undefined && cmd.getOptionValueSource(k) === 'cli';
       const o: KitOptions = {
         ...(raw.target !== undefined ? { target: raw.target as string } : {}),
         ...(raw.listen !== undefined ? { listen: raw.listen as string } : {}),
         listenHost: raw.listenHost as string,
         app: raw.app as string,
-        mpaRev: raw.mpaRev as string,
-        crc: raw.crc as boolean,
-        markers: raw.markers as boolean,
+        // Only what the command line gave (--all refuses a mode flag; the kit's defaults are the flags').
+        ...(given('mpaRev') ? { mpaRev: raw.mpaRev as string } : {}),
+        ...(given('crc') ? { crc: raw.crc as boolean } : {}),
+        ...(given('markers') ? { markers: raw.markers as boolean } : {}),
+        ...(raw.reconnect !== undefined ? { reconnect: raw.reconnect as string } : {}),
+        ...(raw.all ? { all: true } : {}),
         ...(raw.only !== undefined ? { only: raw.only as string } : {}),
         ...(raw.skip !== undefined ? { skip: raw.skip as string } : {}),
         caseTimeout: raw.caseTimeout as string,
