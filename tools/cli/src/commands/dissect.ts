@@ -57,9 +57,18 @@ export function registerDissect(program: Command): void {
       'UDP ports carrying the UDP LLP (flows opened by a REQUEST are found anyway)',
       integerListIn(1, 65535),
     )
+    .option(
+      '--mpa-port <list>',
+      'TCP ports decoded as MPA even without the MPA Request/Reply (decode-as): FPDUs found from the first one with a good CRC; the side on the port is the responder',
+      integerListIn(1, 65535),
+    )
     .addHelpText(
       'after',
       '\nExit status: 0 decoded and nothing to reject, 3 findings a receiver must reject, 1 unreadable input, 2 usage.\n' +
+        '\nA capture that starts late is decoded too: from the MPA Reply (its sender is the responder), or mid-stream\n' +
+        'from the first FPDU whose framing and CRC check out; an "mpa-inferred" line says what was inferred.\n' +
+        'STags and Tagged Offsets are printed in hex as Wireshark prints them (0x0000abcd, 0x0000000000001000);\n' +
+        '--json keeps them as numbers (the STag a number, the TO a decimal string).\n' +
         '\nExamples:\n  tshark -i lo -w cap.pcapng -f "tcp port 7174" & rddp rping -c -C 3; rddp dissect cap.pcapng\n' +
         '  rddp dissect --json cap.pcap | jq .findings',
     )
@@ -76,6 +85,7 @@ export function registerDissect(program: Command): void {
           maxState: string;
           sctpUdpPort?: string;
           udpLlpPort?: string;
+          mpaPort?: string;
         },
       ) => {
         const ports = (s?: string) => (s === undefined ? [] : s.split(',').map((x) => Number(x.trim())));
@@ -87,6 +97,7 @@ export function registerDissect(program: Command): void {
           maxStateOctets: Number(o.maxState),
           sctpUdpPorts: ports(o.sctpUdpPort),
           udpLlpPorts: ports(o.udpLlpPort),
+          mpaPorts: ports(o.mpaPort),
         });
         const text = o.json ? formatDissectJson(report) : formatDissectText(report, { notes: !!o.notes });
         // Exit only once the report is out: a pipe takes stdout asynchronously.

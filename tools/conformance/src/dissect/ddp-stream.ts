@@ -18,7 +18,10 @@ export const MAX_OUTSTANDING_READS = 4096;
 /** Most DDP Streams followed per SCTP association or UDP LLP connection (one per stream id). */
 export const MAX_DDP_STREAMS = 1024;
 
-const hex = (n: number) => `0x${n.toString(16)}`;
+/** An STag as Wireshark prints `iwarp_ddp.stag` (FT_UINT32, BASE_HEX): 0x0000abcd. */
+export const hexStag = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
+/** A Tagged Offset as Wireshark prints `iwarp_ddp.tagged_offset` (FT_UINT64, BASE_HEX): 0x0000000000001000. */
+export const hexTo = (n: bigint) => `0x${BigInt.asUintN(64, n).toString(16).padStart(16, '0')}`;
 
 interface OpenMessage {
   readonly opcode: number;
@@ -43,6 +46,8 @@ class Direction {
   /** Read Requests this direction sent, answered by the other direction's Read Responses. */
   readonly reads: OutstandingRead[] = [];
   terminated = false;
+  /** Mid-stream: a Read Response of this direction has matched a Read Request seen (the queue is in step). */
+  readsMatched = false;
   constructor(readonly label: string) {}
 }
 
@@ -57,6 +62,11 @@ export interface DdpStreamOptions {
   readonly gapBefore?: (direction: string) => boolean;
   /** Where the state this stream holds is counted (DissectOptions.maxStateOctets). */
   readonly meter?: StateMeter;
+  /**
+   * The capture started mid-stream: the first MSN of each queue is taken as it comes, and Read Responses
+   * before one matches a Read Request seen may answer Requests the capture missed (notes, not rejects).
+   */
+  readonly midStream?: boolean;
 }
 
 export class DdpStream {
@@ -121,6 +131,18 @@ export class DdpStream {
       if (op === Opcode.RdmaReadResponse) {
         const peer = this.other(d.label);
         const r = peer?.reads[0];
+        const unsure = this.options.midStream && !d.readsMatched;
+        if (unsure && (!r || s.ddp.stag !== r.sinkStag)) {
+          v.push(
+            note(
+              'rdmap-read-response-unmatched',
+              'RFC 5040 §4.4',
+              'Read Response to a Read Request the capture may have missed (it started mid-stream)',
+            ),
+          );
+          return;
+        }
+        if (r && s.ddp.stag === r.sinkStag) d.readsMatched = true;
         if (!r && this.options.gapBefore?.(d.label))
           // The Read Request may be in octets the capture lost: nothing to say for sure.
           v.push(
@@ -145,7 +167,7 @@ export class DdpStream {
               reject(
                 'rdmap-read-response-stag',
                 'RFC 5040 §4.4',
-                `Read Response to STag ${hex(s.ddp.stag)}, the Read Request named Data Sink STag ${hex(r.sinkStag)}`,
+                `Read Response to STag ${hexStag(s.ddp.stag)}, the Read Request named Data Sink STag ${hexStag(r.sinkStag)}`,
               ),
             );
           else if (s.ddp.to < r.sinkTo || end > r.sinkTo + BigInt(r.size))
@@ -153,7 +175,7 @@ export class DdpStream {
               reject(
                 'rdmap-read-response-beyond',
                 'RFC 5040 §4.4',
-                `Read Response octets ${s.ddp.to}..${end} outside the requested ${r.sinkTo}..${r.sinkTo + BigInt(r.size)}`,
+                `Read Response octets ${hexTo(s.ddp.to)}..${hexTo(end)} outside the requested ${hexTo(r.sinkTo)}..${hexTo(r.sinkTo + BigInt(r.size))}`,
               ),
             );
           r.received += s.payload.byteLength;
@@ -183,9 +205,11 @@ export class DdpStream {
           note('ddp-mo-gap', 'RFC 5041 §4.4', `MO ${s.ddp.mo}, the message's octets so far end at ${open.nextOffset}`),
         );
     } else if (qn <= 3) {
+      // Mid-stream, the first MSN of a queue is where the capture starts, not a finding.
+      const baseline = this.options.midStream && !d.lastMsn.has(qn);
       const last = d.lastMsn.get(qn) ?? 0;
       const expected = (last + 1) >>> 0;
-      if (this.options.ordered && msn !== expected)
+      if (this.options.ordered && !baseline && msn !== expected)
         v.push(
           reject(
             'ddp-msn',
@@ -193,7 +217,7 @@ export class DdpStream {
             `MSN ${msn} on QN ${qn}, expected ${expected} (Terminate: Invalid MSN - MSN range is not valid)`,
           ),
         );
-      if (this.options.ordered && s.ddp.mo !== 0)
+      if (this.options.ordered && !baseline && s.ddp.mo !== 0)
         v.push(note('ddp-mo-gap', 'RFC 5041 §4.4', `a message's first segment with MO ${s.ddp.mo}`));
       d.lastMsn.set(qn, msn);
     }
@@ -241,7 +265,7 @@ export class DdpStream {
     if (s.terminate) this.rec.terminate(this.conn, { frame, direction: d.label, name: s.terminate.name });
     // One-segment messages are told by their segment's event already.
     if (m.segments === 1) return;
-    const where = s.ddp.tagged ? `STag ${hex(s.ddp.stag)}` : `QN ${s.ddp.qn} MSN ${s.ddp.msn}`;
+    const where = s.ddp.tagged ? `STag ${hexStag(s.ddp.stag)}` : `QN ${s.ddp.qn} MSN ${s.ddp.msn}`;
     const stream = this.options.name ? `${this.options.name}: ` : '';
     this.rec.event(
       this.conn,
@@ -279,13 +303,13 @@ export function segmentSummary(s: DecodedSegment): string {
   const h = s.ddp;
   const flags = `${h.last ? 'L' : '-'}${h.dv !== 1 ? ` DV=${h.dv}` : ''}`;
   const ddp = h.tagged
-    ? `DDP tagged STag ${hex(h.stag)} TO ${h.to} ${flags}`
+    ? `DDP tagged STag ${hexStag(h.stag)} TO ${hexTo(h.to)} ${flags}`
     : `DDP untagged QN ${h.qn} MSN ${h.msn} MO ${h.mo} ${flags}`;
   let rdmap = `RDMAP ${s.rdmap.name}${s.rdmap.rv !== 1 ? ` RV=${s.rdmap.rv}` : ''}`;
-  if (s.invalidateStag !== undefined) rdmap += ` (invalidate STag ${hex(s.invalidateStag)})`;
+  if (s.invalidateStag !== undefined) rdmap += ` (invalidate STag ${hexStag(s.invalidateStag)})`;
   if (s.readRequest) {
     const r = s.readRequest;
-    rdmap += ` of ${r.size} octets: sink ${hex(r.sinkStag)}@${r.sinkTo} ← source ${hex(r.srcStag)}@${r.srcTo}`;
+    rdmap += ` of ${r.size} octets: sink ${hexStag(r.sinkStag)}@${hexTo(r.sinkTo)} ← source ${hexStag(r.srcStag)}@${hexTo(r.srcTo)}`;
   }
   if (s.terminate) {
     const t = s.terminate;
@@ -293,7 +317,7 @@ export function segmentSummary(s: DecodedSegment): string {
   }
   if (s.immediateData !== undefined) rdmap += ` 0x${s.immediateData.toString(16).padStart(16, '0')}`;
   if (s.atomicRequest)
-    rdmap += ` ${s.atomicRequest.atomicOpcodeName} id ${s.atomicRequest.requestId} on ${hex(s.atomicRequest.remoteStag)}@${s.atomicRequest.remoteTo}`;
+    rdmap += ` ${s.atomicRequest.atomicOpcodeName} id ${s.atomicRequest.requestId} on ${hexStag(s.atomicRequest.remoteStag)}@${hexTo(s.atomicRequest.remoteTo)}`;
   if (s.atomicResponse)
     rdmap += ` id ${s.atomicResponse.originalRequestId} was 0x${s.atomicResponse.originalRemoteData.toString(16)}`;
   return `${ddp} · ${rdmap} · payload ${s.payload.byteLength} octets`;

@@ -36,7 +36,15 @@ export interface DissectOptions extends MpaTcpOptions {
    * packet takes the sum over it is given up (its state let go, its later packets skipped), with a note.
    */
   readonly maxStateOctets?: number;
+  /**
+   * TCP ports whose traffic is decoded as MPA even without the MPA Request and Reply or the heuristic's
+   * evidence (`--mpa-port`, Wireshark's "Decode As"); the side on the port is taken as the responder.
+   */
+  readonly mpaPorts?: readonly number[];
 }
+
+/** Ports below this are taken as a server's (the responder's) when no SYN says who connected. */
+const EPHEMERAL_PORTS = 32768;
 
 interface TcpConn {
   readonly initiator: string;
@@ -57,7 +65,16 @@ const SCTP_ABORT = 6;
 const SCTP_SHUTDOWN_COMPLETE = 14;
 
 /** Ends a TCP connection: a note per direction still missing octets before held ones, then MPA's end. */
-function finishTcp(c: TcpConn, frame: number, closed: boolean): void {
+function finishTcp(
+  c: TcpConn,
+  frame: number,
+  closed: boolean,
+  unrecognised?: { count: number; firstFrame: number },
+): void {
+  if (unrecognised && c.mpa.unrecognised) {
+    unrecognised.count++;
+    if (unrecognised.firstFrame === 0) unrecognised.firstFrame = frame;
+  }
   for (const [who, d] of c.dirs)
     if (d.pending > 0)
       c.mpa.streamNote(
@@ -108,6 +125,8 @@ export class Dissector {
   private readonly starve = { flows: 0, packets: 0, firstFrame: 0, forgot: false };
   private ids = 0;
   private last = 0;
+  /** TCP connections whose start was not captured and in which no MPA was recognised (for a hint). */
+  private unrecognised = { count: 0, firstFrame: 0 };
   /** Packets seen. */
   packets = 0;
 
@@ -200,7 +219,7 @@ export class Dissector {
       let c = tcp.get(key);
       if (c && l4.syn && !l4.ackFlag && c.dirs.get(from)) {
         // A new connection on the same ports: finish the old one.
-        finishTcp(c, pkt.frame, true);
+        finishTcp(c, pkt.frame, true, this.unrecognised);
         tcp.delete(key);
         this.release(c.meter);
         c = undefined;
@@ -212,8 +231,24 @@ export class Dissector {
         if (!this.admit(key, pkt.frame, l4.syn && !l4.ackFlag)) return;
         const meter = new StateMeter();
         const synAck = l4.syn && l4.ackFlag;
-        const initiator = synAck ? to : from;
-        const responder = synAck ? from : to;
+        const lateStart = !l4.syn;
+        const mpaPorts = options.mpaPorts ?? [];
+        const decodeAs = mpaPorts.includes(l4.srcPort) || mpaPorts.includes(l4.dstPort);
+        // Without a SYN, who connected is not seen: the side on --mpa-port, else a port below the ephemeral
+        // range, is taken as the responder (an MPA Reply, when captured, says for sure).
+        let swap = synAck;
+        let rolesFrom: string | undefined;
+        if (lateStart) {
+          if (decodeAs && mpaPorts.includes(l4.dstPort) !== mpaPorts.includes(l4.srcPort)) {
+            swap = mpaPorts.includes(l4.srcPort);
+            rolesFrom = `roles inferred from --mpa-port (${swap ? from : to} is the responder)`;
+          } else if (l4.srcPort < EPHEMERAL_PORTS !== l4.dstPort < EPHEMERAL_PORTS) {
+            swap = l4.srcPort < EPHEMERAL_PORTS;
+            rolesFrom = `roles inferred from the ports (${swap ? from : to}, below ${EPHEMERAL_PORTS}, is the responder)`;
+          }
+        }
+        const initiator = swap ? to : from;
+        const responder = swap ? from : to;
         const dirs = new Map([
           [initiator, new TcpDirection(meter)],
           [responder, new TcpDirection(meter)],
@@ -226,7 +261,14 @@ export class Dissector {
           initiator,
           responder,
           dirs,
-          mpa: new MpaTcpConnection(rec, `tcp-${++this.ids}`, initiator, responder, { ...options, gap, meter }),
+          mpa: new MpaTcpConnection(rec, `tcp-${++this.ids}`, initiator, responder, {
+            ...options,
+            gap,
+            meter,
+            lateStart,
+            decodeAs,
+            ...(rolesFrom !== undefined ? { rolesFrom } : {}),
+          }),
           fin: new Set(),
           meter,
         };
@@ -257,7 +299,7 @@ export class Dissector {
       if (l4.fin) c.fin.add(from);
       const settled = [...c.dirs.values()].every((d) => d.pending === 0);
       if (l4.rst || (c.fin.size === 2 && settled)) {
-        finishTcp(c, pkt.frame, true);
+        finishTcp(c, pkt.frame, true, this.unrecognised);
         tcp.delete(key);
         this.release(c.meter);
       }
@@ -331,7 +373,7 @@ export class Dissector {
     const over = this.over;
     const maxConnections = this.maxConnections;
     const last = this.last;
-    for (const c of this.tcp.values()) finishTcp(c, last, false);
+    for (const c of this.tcp.values()) finishTcp(c, last, false, this.unrecognised);
     for (const a of this.sctp.values()) a.end(last);
     for (const f of this.udp.values()) {
       if (f.kind === 'sctp') f.assoc.end(last);
@@ -349,6 +391,19 @@ export class Dissector {
             'dissect-connection-limit',
             'docs/CONFORMANCE.md "Limits"',
             `more than ${maxConnections} connections, associations and UDP flows at once (--max-connections): ${over.flows}${over.forgot ? ' or more' : ''} not decoded, ${over.packets} packets skipped`,
+          ),
+        ],
+      );
+    const un = this.unrecognised;
+    if (un.count > 0)
+      rec.captureEvent(
+        un.firstFrame,
+        `${un.count} TCP connection(s) captured without their start and no FPDU recognised in them: if one carries MPA, try --mpa-port <port>`,
+        [
+          note(
+            'mpa-not-recognised',
+            'RFC 5044 §4.1',
+            `${un.count} TCP connection(s) without their SYN or MPA Request/Reply in which no FPDU (ULPDU_Length, pad, CRC32c, DDP header) was found`,
           ),
         ],
       );
