@@ -938,7 +938,7 @@ const UNGRADED: readonly ConformanceCase[] = [
     error: true,
     skipIn: withCrc,
     async run(ctx) {
-      const p = await ready(ctx);
+      const p = await open(ctx);
       if (!p.s.crc) return skip('CRCs are not in use on this connection');
       // The message the protocol expects next, right MSN and all: only a CRC check explains a refusal,
       // and the answer it would earn (a Read Request / a Read Response) shows it was acted upon.
