@@ -185,12 +185,7 @@ async function reach(st: RunState, open: () => Promise<WireConn>, signal: AbortS
       return c;
     } catch (e) {
       if (errCode(e) === 'ECONNREFUSED' && Date.now() < deadline && !signal.aborted && !st.stop) {
-        if (!st.waitNoted) {
-          st.waitNoted = true;
-          st.onNote?.(
-            `${st.peer} refused a connection: each refused connect is tried again for up to ${st.reconnectMs / 1000} s (--reconnect)`,
-          );
-        }
+        noteWait(st);
         await sleep(RECONNECT_POLL_MS);
         continue;
       }
@@ -277,31 +272,68 @@ function inspect(
 }
 
 /** The runner's context with connect/accept that retry (--reconnect), stop the run on a dead target and record the connections. */
+/**
+ * Under --reconnect, a case whose first connection ended before the target sent an octet, and which
+ * failed for it, tested nothing: a one-shot server that was still exiting took the connection into its
+ * backlog. Such an attempt is made again (until --reconnect runs out), as a refused connect is.
+ */
+function unanswered(conns: readonly WireConn[], out: CaseOutcome | undefined, err: unknown): boolean {
+  const first = conns[0];
+  return (
+    first !== undefined &&
+    first.receivedOctets === 0 &&
+    first.ended !== undefined &&
+    (err !== undefined || out?.verdict === 'FAIL')
+  );
+}
+
+function noteWait(st: RunState): void {
+  if (st.waitNoted) return;
+  st.waitNoted = true;
+  st.onNote?.(
+    `${st.peer} refused a connection: each refused connect is tried again for up to ${st.reconnectMs / 1000} s (--reconnect)`,
+  );
+}
+
+/** The case run with connect/accept that retry (--reconnect), stop the run on a dead target and record the connections. */
 function watchedRun(st: RunState, c: Pick<ConformanceCase, 'name' | 'apps' | 'run'>) {
   return async (ctx: CaseContext): Promise<CaseOutcome> => {
-    if (st.stop) throw st.stop;
-    const conns: WireConn[] = [];
-    const connect = () =>
-      reach(st, () => ctx.connect(), ctx.signal).then((conn) => {
-        conns.push(conn);
-        return conn;
-      });
-    const accept = () =>
-      ctx.accept().then((conn) => {
-        conns.push(conn);
-        return conn;
-      });
-    const w: CaseContext = { ...ctx, connect, accept, open: ctx.role === 'client' ? connect : accept };
-    let out: CaseOutcome | undefined;
-    let err: unknown;
-    try {
-      out = await c.run(w);
-    } catch (e) {
-      err = e ?? new Error('the case failed');
+    const deadline = Date.now() + st.reconnectMs;
+    for (;;) {
+      if (st.stop) throw st.stop;
+      const conns: WireConn[] = [];
+      const connect = () =>
+        reach(st, () => ctx.connect(), ctx.signal).then((conn) => {
+          conns.push(conn);
+          return conn;
+        });
+      const accept = () =>
+        ctx.accept().then((conn) => {
+          conns.push(conn);
+          return conn;
+        });
+      const w: CaseContext = { ...ctx, connect, accept, open: ctx.role === 'client' ? connect : accept };
+      let out: CaseOutcome | undefined;
+      let err: unknown;
+      try {
+        out = await c.run(w);
+      } catch (e) {
+        err = e ?? new Error('the case failed');
+      }
+      if (ctx.signal.aborted) {
+        if (err !== undefined) throw err;
+        return out as CaseOutcome;
+      }
+      if (st.reconnectMs > 0 && !st.stop && Date.now() < deadline && unanswered(conns, out, err)) {
+        for (const conn of conns) conn.destroy();
+        noteWait(st);
+        await sleep(RECONNECT_POLL_MS);
+        continue;
+      }
+      inspect(st, c, conns, out, err);
+      if (err !== undefined) throw err;
+      return out as CaseOutcome;
     }
-    if (!ctx.signal.aborted) inspect(st, c, conns, out, err);
-    if (err !== undefined) throw err;
-    return out as CaseOutcome;
   };
 }
 
