@@ -198,4 +198,39 @@ describe('rddp conformance against targets as they are', () => {
     expect(verdict(1, 'mpa.rev2.rtr-read')).toBe('PASS');
     expect(verdict(4, 'mpa.rev0.startup')).toBe('PASS');
   }, 90_000);
+
+  it("rddp's own servers pass every case in every mode: rping -s -P and perf --persistent (issue 35)", async () => {
+    const port = await freePort();
+    const server = node(['rping', '-s', '-P', '-p', String(port)]);
+    await listening(server);
+    const r = await direct(['conformance', '--target', `127.0.0.1:${port}`, '--all', '--json', '-']);
+    server.kill('SIGTERM');
+    expect(r.code, r.err).toBe(0);
+    const s = JSON.parse(r.out) as {
+      failed: number;
+      passed: number;
+      modes: { results: { name: string; verdict: string; evidence: string }[] }[];
+    };
+    const bad = s.modes.flatMap((m) => m.results.filter((x) => x.verdict === 'FAIL' || x.verdict === 'WARN'));
+    expect(bad).toEqual([]);
+    expect(s.passed).toBeGreaterThan(150);
+    const perfPort = await freePort();
+    const perf = node(['perf', 'read_bw', '-p', String(perfPort), '--persistent']);
+    await listening(perf);
+    const p = await direct([
+      'conformance',
+      '--target',
+      `127.0.0.1:${perfPort}`,
+      '--all',
+      '--app',
+      'perf',
+      '--json',
+      '-',
+    ]);
+    perf.kill('SIGTERM');
+    expect(p.code, p.err).toBe(0);
+    const ps = JSON.parse(p.out) as { failed: number; passed: number };
+    expect(ps.failed).toBe(0);
+    expect(ps.passed).toBeGreaterThanOrEqual(5);
+  }, 240_000);
 });
