@@ -85,6 +85,19 @@ describe('graded verdicts against fake targets', () => {
     expect(verdict(s, 'mpa.startup')?.quote).toMatch(/^RFC 5044 §7\.1\.2: ".*MPA ID Rep Frame/);
   }, 20_000);
 
+  it('version and opcode errors: a Terminate without copied headers PASSes (RFC 5040 Figure 10: "Yes, if possible"; Linux siw copies none)', async () => {
+    const port = await fakeTarget(async (s, n) => {
+      if (n > 0) return honest(s, n);
+      await s.next();
+      const t = encodeTerminate({ layer: 1, etype: 2, errorCode: 0x06, m: false, d: false, r: false });
+      s.sendUlpdu(s.untagged(Opcode.Terminate, 2, t));
+      s.conn.end();
+    });
+    const s = await kit(port, 'ddp.untagged.invalid-version');
+    const r = verdict(s, 'ddp.untagged.invalid-version');
+    expect(r?.verdict, r?.evidence).toBe('PASS');
+  }, 20_000);
+
   it('ddp.untagged.msn-no-buffer: Invalid MSN 0x03 (as Linux siw answers) PASSes', async () => {
     const port = await fakeTarget(async (s, n) => {
       if (n > 0) return honest(s, n);

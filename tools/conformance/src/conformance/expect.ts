@@ -33,8 +33,10 @@ export function checkTerminate(m: RxMessage, t: DecodedTerminate, spec: Terminat
   );
   if (!ok)
     return `Terminate says ${t.name} (layer ${t.layer}, etype ${t.etype}, code ${hex(t.errorCode)}); due: ${describeTerminateCode(spec.layer, spec.etype, spec.codes[0] as number)}`;
-  // RFC 5040 §7.1 Figure 10: DDP errors and RDMAP errors on an incoming message copy its DDP header and length.
-  const wantDdp = t.layer !== TerminateLayer.Llp && spec.ulpdu !== undefined;
+  // RFC 5040 §7.1 Figure 10: DDP errors and RDMAP errors on an incoming message copy its DDP header and
+  // length — "Yes, if possible". A segment whose DDP or RDMAP version (or opcode) is not understood may not
+  // be parsable, so a Terminate without them is allowed there (Linux siw sends none).
+  const wantDdp = t.layer !== TerminateLayer.Llp && spec.ulpdu !== undefined && !(headersOptional(t) && !t.d);
   if (t.layer === TerminateLayer.Llp && (t.d || t.r))
     return 'RFC 5040 Figure 10: an LLP error copies no headers (D, R)';
   if (wantDdp && spec.ulpdu) {
@@ -52,6 +54,13 @@ export function checkTerminate(m: RxMessage, t: DecodedTerminate, spec: Terminat
       return 'RFC 5040 §4.8: the copied RDMA Header is not the Read Request Header sent';
   } else if (t.r) return 'RFC 5040 §7.1 rule 2: R set for an error not on an RDMA Read Request';
   return undefined;
+}
+
+/** DDP 0x04 / 0x06 (invalid DDP version, tagged / untagged), RDMAP Remote Operation 0x05 / 0x06 (version, opcode). */
+function headersOptional(t: DecodedTerminate): boolean {
+  if (t.layer === TerminateLayer.Ddp)
+    return (t.etype === 1 && t.errorCode === 0x04) || (t.etype === 2 && t.errorCode === 0x06);
+  return t.layer === TerminateLayer.Rdma && t.etype === 2 && (t.errorCode === 0x05 || t.errorCode === 0x06);
 }
 
 function flags(t: DecodedTerminate): string {
