@@ -1068,22 +1068,22 @@ const UNGRADED: readonly ConformanceCase[] = [
   ...perfCases,
 ];
 
-const P = ' [paraphrase]';
+const P = ' [paraphrase: the RFC text was not at hand to quote]';
 const KEY = must(
   'RFC 5044 §7.1.2',
   'If a received "Key" does not match the expected value, the TCP/MPA connection MUST be closed, and an error returned to the ULP.',
 );
 const C_BIT = must(
-  'RFC 5044 §7.1.2',
+  'RFC 5044 §7.1.1',
   "When this bit is '1' in either the MPA Request Frame or MPA Reply Frame, CRCs MUST be generated and checked by both endpoints.",
 );
 const M_BIT = must(
-  'RFC 5044 §7.1.2',
-  "M: This bit declares an endpoint's REQUIRED Marker usage … '1' in an MPA Request Frame … Markers are required in FPDUs sent from the Responder … '1' in an MPA Reply Frame … Markers are required in FPDUs sent from the Initiator.",
+  'RFC 5044 §7.1.1',
+  "M: This bit declares an endpoint's REQUIRED Marker usage. When this bit is '1' in an MPA Request Frame, the Initiator declares that Markers are REQUIRED in FPDUs sent from the Responder. When set to '1' in an MPA Reply Frame, this bit declares that Markers are REQUIRED in FPDUs sent from the Initiator. … When '1' Markers MUST be added as described in section 4.3",
 );
 const PD_OVER = must(
-  'RFC 5044 §7.1.2',
-  'If the receiver detects that … the length of the Private Data field exceeds 512 octets, then the receiver MUST close the connection and report an error locally.',
+  'RFC 5044 §7.1.1',
+  'If the receiver detects that the PD_Length field does not match the length of the Private Data field, or if the length of the Private Data field exceeds 512 octets, the receiver MUST close the connection and report an error locally.',
 );
 const REV = must(
   'RFC 5044 §7.1.2',
@@ -1095,6 +1095,14 @@ const RDMAC = must(
   'RFC 5044 Appendix C',
   `RDMAC MPA (Rev 0) always uses Markers and CRCs, and DDP and RDMAP version 0${P}`,
 );
+const DV0 = must(
+  'RDMAC DDP 1.0 §6.1',
+  'DV - Direct Data Placement Protocol Version: 2 bits. The version of the DDP Protocol in use. This field MUST be set to zero to indicate the version of the specification described in this document. The value of DV MUST be the same for all the DDP Segments transmitted or received on a DDP Stream.',
+);
+const RV = must(
+  'RFC 5040 §4.1, §7.2',
+  "For this version of the RDMAP, all RDMA Messages MUST have: * Bits 24-25; RDMA Version field: 01b for an RNIC that complies with this RDMA protocol specification. 00b for an RNIC that complies with the RDMA Consortium's RDMA protocol specification. … 3. The RDMA Version MUST be valid.",
+);
 const TAGGED_CHECK = must(
   'RFC 5041 §7.1',
   'For non-zero-length Tagged DDP Segments, the segment MUST be validated before Placement … If the DDP layer detects any of the receive errors listed in this Section, it MUST cease placing the remainder of the DDP Segment and report the error(s) to the ULP.',
@@ -1104,8 +1112,8 @@ const UNTAGGED_CHECK = must(
   'For non-zero-length Untagged DDP Segments, the DDP Segment MUST be validated before Placement … it MUST cease placing the remainder of the DDP Segment and report the error(s) to the ULP.',
 );
 const DV = must(
-  'RFC 5041 §4.2',
-  'DDP Version (DV): The version of the DDP Protocol in use. This field MUST be set to one …',
+  'RFC 5041 §4.1',
+  'DV - Direct Data Placement Protocol Version: 2 bits. The version of the DDP Protocol in use. This field MUST be set to one to indicate the version of the specification described in this document. The value of DV MUST be the same for all the DDP Segments transmitted or received on a DDP Stream.',
 );
 const READ_SRC = must(
   'RFC 5040 §7.2',
@@ -1113,7 +1121,7 @@ const READ_SRC = must(
 );
 const OPCODE = must('RFC 5040 §7.2', '2. The RDMA OpCode MUST be valid.');
 const HONEST = must(
-  'RFC 5041 §5.1',
+  'RFC 5041 §4.3',
   'The initial value for MSN MUST be one. The MSN value MUST wrap to 0 after a value of 0xFFFFFFFF.',
 );
 
@@ -1126,18 +1134,18 @@ const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'liveness.rping': HONEST,
   'mpa.crc': C_BIT,
   'mpa.markers': M_BIT,
-  'mpa.private-data-512': must('RFC 5044 §7.1.2', 'The Private Data field MUST be between 0 and 512 octets in length.'),
+  'mpa.private-data-512': must('RFC 5044 §7.1.1', 'The Private Data field MUST be between 0 and 512 octets in length.'),
   'mpa.private-data-513': PD_OVER,
   'mpa.bad-key': KEY,
   'mpa.reserved-bits': must(
-    'RFC 5044 §7.1.2',
+    'RFC 5044 §7.1.1',
     'Res: This field is reserved for future use. It MUST be set to zero when sending, and not checked on reception.',
   ),
   'mpa.rev-unsupported': REV,
   'mpa.reply-bad-key': KEY,
   'mpa.reply-reject': must(
-    'RFC 5044 §7.1.2',
-    "In the MPA Reply Frame, this bit is the Rejected Connection bit, set by the Responder's ULP to indicate acceptance '0', or rejection '1' … (a rejected connection is closed, no FPDU sent)",
+    'RFC 5044 §7.1.1',
+    "In the MPA Reply Frame, this bit is the Rejected Connection bit, set by the Responder's ULP to indicate acceptance '0', or rejection '1' … [not quoted: the kit reads a rejection as the connection's end, with no FPDU sent]",
   ),
   'mpa.reply-pd-513': PD_OVER,
   'mpa.reply-crc-forced': C_BIT,
@@ -1156,18 +1164,18 @@ const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'mpa.rev0.crc-markers': RDMAC,
   'mpa.rev0.request': REV,
   'mpa.rev0.reply': REV,
-  'ddp.rev0.tagged-version-1': RDMAC,
-  'ddp.rev0.untagged-version-1': RDMAC,
-  'rdmap.rev0.version-1': RDMAC,
+  'ddp.rev0.tagged-version-1': DV0,
+  'ddp.rev0.untagged-version-1': DV0,
+  'rdmap.rev0.version-1': RV,
   'ddp.tagged.invalid-stag': TAGGED_CHECK,
   'ddp.tagged.base-bounds': TAGGED_CHECK,
   'ddp.tagged.to-wrap': TAGGED_CHECK,
-  'ddp.tagged.stag-not-associated': must('RFC 5041 §4.3', 'STag … MUST be valid for this DDP Stream.'),
+  'ddp.tagged.stag-not-associated': must('RFC 5041 §4.2', 'STag … MUST be valid for this DDP Stream.'),
   'ddp.tagged.invalid-version': DV,
   'ddp.untagged.invalid-qn': UNTAGGED_CHECK,
   'ddp.untagged.msn-no-buffer': must(
     'RFC 5041 §7.1',
-    'The QN and MSN have an associated buffer that allows Placement of the payload … The Message Sequence Number falls in the range of legal Message Sequence Numbers (checks 2 and 5: 0x02 or 0x03)',
+    'For non-zero-length Untagged DDP Segments, the DDP Segment MUST be validated before Placement by verifying: … 2. The QN and MSN have an associated buffer that allows Placement of the payload. … 5. The Message Sequence Number falls in the range of legal Message Sequence Numbers, for the queue defined by the QN.',
   ),
   'ddp.untagged.msn-range': UNTAGGED_CHECK,
   'ddp.untagged.invalid-mo': UNTAGGED_CHECK,
@@ -1176,7 +1184,7 @@ const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'rdmap.read.invalid-stag': READ_SRC,
   'rdmap.read.base-bounds': READ_SRC,
   'rdmap.read.access': must(
-    'RFC 5040 §8',
+    'RFC 5040 §8.1.1',
     'An RNIC MUST ensure that a Remote Peer is not able to access memory outside of the buffer specified when the STag was enabled for remote access.',
   ),
   'rdmap.opcode-reserved': OPCODE,
@@ -1187,7 +1195,7 @@ const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   ),
   'rdmap.send-invalidate.stag': must(
     'RFC 5040 §5.3',
-    `A Send with Invalidate invalidates the named STag before the Send completes${P}`,
+    "When the Send with Invalidate and Send with Solicited Event and Invalidate Message are Delivered to the Remote Peer's RDMAP layer, the RDMAP layer MUST: * Verify the STag that is associated with the RDMAP Stream; and * Invalidate the STag if it is associated with the RDMAP Stream; or issue a Terminate Message with the STag Cannot be Invalidated Terminate Error Code, if the STag is not associated with the RDMAP Stream.",
   ),
   'rdmap.terminate-received': must(
     'RFC 5040 §5.4',
@@ -1195,7 +1203,7 @@ const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   ),
   'rdmap.ordering.read-responses': must(
     'RFC 5040 §5.5',
-    `RDMA Read Responses are sent in the order their Read Requests arrived${P}`,
+    '20. If more than one outstanding RDMA Read Request Messages are supported by both peers, the RDMA Read Response Messages MUST be submitted to the DDP layer on the Remote Peer in the order the RDMA Read Request Messages were Delivered by DDP, but the actual read of the buffer contents MAY take place in any order at the Remote Peer.',
   ),
   'rdmap.ird': must(
     'RFC 5040 §6.1',
