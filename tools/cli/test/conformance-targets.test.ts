@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, startedProcesses } from './procs.js';
+import { freePort, listening, startedProcesses } from './procs.js';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
 const procs = startedProcesses();
@@ -33,17 +33,6 @@ function direct(args: string[]): Promise<Ended> {
 
 function node(args: string[]): ChildProcess {
   return procs.track(spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] }));
-}
-
-async function listening(c: ChildProcess, what = 'listening'): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    let seen = '';
-    c.stderr?.on('data', (d) => {
-      seen += d;
-      if (seen.includes(what)) resolve();
-    });
-    c.once('exit', (code) => reject(new Error(`exited ${code}: ${seen}`)));
-  });
 }
 
 /**

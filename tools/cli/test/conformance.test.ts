@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { type RunSummary, runKit } from '@rddp/conformance';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, run } from './procs.js';
+import { freePort, listening, run } from './procs.js';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
 const children: ChildProcess[] = [];
@@ -32,17 +32,6 @@ function node(args: string[]): ChildProcess {
   const c = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(c);
   return c;
-}
-
-async function listening(c: ChildProcess, what = 'listening'): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    let seen = '';
-    c.stderr?.on('data', (d) => {
-      seen += d;
-      if (seen.includes(what)) resolve();
-    });
-    c.once('exit', (code) => reject(new Error(`exited ${code}: ${seen}`)));
-  });
 }
 
 const MODES = [1, 2].flatMap((rev) =>

@@ -87,6 +87,10 @@ export function outputMatches(
 export const stderrMatches = (child: ChildProcess, re: RegExp, ms = 30_000): Promise<string> =>
   outputMatches(child, 'stderr', re, ms);
 
+/** Resolves once a server's stderr says it is listening. */
+export const listening = (child: ChildProcess): Promise<void> =>
+  stderrMatches(child, /listening/).then(() => undefined);
+
 /**
  * The process's end, or a failure (and the process killed) if it is still running `ms` from now (by
  * default 5 s: how long an ended run may keep its process, issue 34).
