@@ -67,7 +67,7 @@ function untrack(r: SocketReceiver): void {
   }
 }
 
-/** Node's slot for a socket's current user read buffer (`onread`), found once per socket. */
+/** Node's slot for a socket's current user read buffer (`onread`); looked up only when an arena is given back. */
 function bufferSlot(socket: net.Socket): symbol | undefined {
   return Object.getOwnPropertySymbols(socket).find((k) => k.description === 'kBuffer');
 }
