@@ -3,10 +3,16 @@
  * the RFCs allow (or one way a broken target does), and the kit grades it PASS / FAIL / INFO / SKIP.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { WireListener } from '../src/conformance/conn.js';
-import { RxCheck, rpingServer } from '../src/conformance/rping.js';
-import { type FrameOverrides, KitSession, type RxMessage } from '../src/conformance/session.js';
-import { encodeTerminate, Opcode, type RunSummary, runKit } from '../src/index.js';
+import type { FrameOverrides, KitSession, RxMessage } from '../src/conformance/session.js';
+import { encodeTerminate, Opcode } from '../src/index.js';
+import {
+  fakeTarget as fake,
+  type Handler,
+  honest,
+  kit,
+  terminateFor as terminateOnly,
+  verdict,
+} from './fake-target.js';
 
 let stop: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -14,64 +20,17 @@ afterEach(async () => {
   stop = undefined;
 });
 
-/** `n`: the connection's number (0 the case's own; the liveness check's come after). */
-type Handler = (s: KitSession, n: number) => Promise<void>;
-
-/** A fake rping target: answers each MPA Request (with `reply` overrides), then runs `handle`. */
 async function fakeTarget(handle: Handler, reply: FrameOverrides = {}, mpaRev: 0 | 1 | 2 = 2): Promise<number> {
-  const l = await WireListener.listen(0);
-  let open = true;
-  let count = 0;
-  stop = async () => {
-    open = false;
-    await l.close();
-  };
-  void (async () => {
-    while (open) {
-      const conn = await l.accept(60_000).catch(() => undefined);
-      if (!conn) continue;
-      const n = count++;
-      void (async () => {
-        try {
-          const s = await KitSession.accept(conn, { mpaRev, crc: true, markers: false }, 2000, { reply });
-          await handle(s, n);
-        } catch {
-          // a case's fault may end the connection any way
-        }
-        conn.destroy();
-      })();
-    }
-  })();
-  return l.port;
+  const t = await fake(handle, { reply, mpaRev });
+  stop = () => t.close();
+  return t.port;
 }
 
-/** Serves honest pings until the client ends the connection. */
-const honest: Handler = async (s) => {
-  const rx = new RxCheck(s);
-  for (;;) await rpingServer(s, rx);
-};
-
-/** A Terminate copying the DDP header (and length) of the segment `m` (RFC 5040 §7.1 rule 2). */
+/** The Terminate for `m`, then the end of the connection. */
 function terminateFor(s: KitSession, m: RxMessage, layer: number, etype: number, errorCode: number): void {
-  const hdr = m.fpdu.ulpdu.subarray(0, m.ddp?.tagged ? 14 : 18);
-  const t = encodeTerminate({
-    layer,
-    etype,
-    errorCode,
-    m: true,
-    d: true,
-    r: false,
-    ddpSegmentLength: m.fpdu.ulpdu.byteLength,
-    ddpHeader: hdr,
-  });
-  s.sendUlpdu(s.untagged(Opcode.Terminate, 2, t));
+  terminateOnly(s, m, layer, etype, errorCode);
   s.conn.end();
 }
-
-async function kit(port: number, only: string, o: { mpaRev?: string; markers?: boolean } = {}): Promise<RunSummary> {
-  return runKit({ target: `127.0.0.1:${port}`, only, wait: '800', caseTimeout: '8000', ...o });
-}
-const verdict = (s: RunSummary, n: string) => s.results.find((r) => r.name === n);
 
 describe('graded verdicts against fake targets', () => {
   it('mpa.startup: a Reply with C clear to a Request with C set PASSes (CRCs still both ways)', async () => {

@@ -253,6 +253,30 @@ describe('FPDUs (RFC 5044 §4)', () => {
     expect(read(padded, false, false)).toEqual(['mpa-pad-not-zero RFC 5044 §4.1']);
   });
 
+  it('names a wrong pad length as RFC 5044 §4.1 (its CRC good where the sender’s pad ends), not a CRC error', () => {
+    for (const markers of [false, true])
+      for (const [n, sent] of [
+        [20, 4], // 2 + 20 is 2 short of 24: two are due; four sent (pad to the ULPDU alone, plus 4)
+        [20, 0], // none sent
+        [16, 4], // 18: two due
+        [18, 4], // 20: aligned, none due
+      ] as const) {
+        const u = new Uint8Array(n).fill(9);
+        const bad = encodeFpdu(u, { crc: true, markers, padOverride: sent });
+        const next = encodeFpdu(new Uint8Array(40), { crc: true, markers, streamOffset: bad.byteLength });
+        const both = new Uint8Array(bad.byteLength + next.byteLength);
+        both.set(bad);
+        both.set(next, bad.byteLength);
+        const fs = new FpduReader({ crc: true, markers }).push(both);
+        expect(fs.length, `${n}/${sent}`).toBe(2);
+        const first = fs[0]?.violations.map((v) => `${v.code} ${v.clause}`) ?? [];
+        expect(first[0], `${n}/${sent} markers ${markers}`).toBe('mpa-pad-length RFC 5044 §4.1');
+        expect(first).not.toContain('mpa-crc RFC 5044 §4.4');
+        expect(fs[0]?.ulpduLength).toBe(n);
+        expect(fs[1]?.ulpduLength).toBe(40);
+      }
+  });
+
   it('holds at most one FPDU however many octets a peer sends', () => {
     const r = new FpduReader({ crc: true, markers: true });
     // ULPDU_Length 0xffff, then never the rest.

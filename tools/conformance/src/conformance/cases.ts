@@ -7,15 +7,18 @@ import { MPA_MAX_PRIVATE_DATA, Opcode, TerminateLayer } from '../wire/constants.
 import { encodeReadRequest } from '../wire/rdmap.js';
 import { encodeTerminate } from '../wire/terminate.js';
 import { ConformancePeerClosedError, ConformanceRejectedError } from './errors.js';
-import { checkTerminate, expectLlpRefusal, expectTerminate, type TerminateSpec } from './expect.js';
+import { type ActedOn, checkTerminate, expectLlpRefusal, expectTerminate, type TerminateSpec } from './expect.js';
 import { clientToReadRequest, open, openClient, openServer, type Peer, serverToSink, serverToSource } from './peer.js';
 import { irdOutcome, perfCases } from './perf.js';
 import {
   encodeInfo,
   KIT_PING_SIZE,
+  KIT_SINK_STAG,
+  KIT_SINK_TO,
   KIT_SOURCE_STAG,
   KIT_SOURCE_TO,
   pingText,
+  RPING_INFO_LENGTH,
   rpingClient,
   rpingServer,
 } from './rping.js';
@@ -36,6 +39,9 @@ import {
 
 /** The too-long Send: far longer than the 16-octet messages rping posts its receive buffers for. */
 const TOO_LONG = 4096;
+
+/** A Read Response to a faulty Read Request: the target read memory it must not have (an information leak). */
+const READ_ANSWERED: ActedOn = { opcode: Opcode.RdmaReadResponse, what: 'data read for it' };
 
 /** An STag no implementation hands out before it has registered a great many regions. */
 export const UNKNOWN_STAG = 0xfffe_ff00;
@@ -92,32 +98,131 @@ async function ready(ctx: CaseContext): Promise<Peer> {
   return p;
 }
 
-/** An untagged-error case: `make` builds the faulty ULPDU on a ready connection. */
+/** What would show the faulty message was acted upon: the target's answer to it had it been taken. */
+interface Carrier {
+  /** The payload of the Send the exchange expects next from the kit. */
+  readonly payload: Uint8Array;
+  readonly actedOn: ActedOn;
+}
+
+/**
+ * The Send the rping exchange expects next from the kit, for one fault to ride on (one change in an
+ * otherwise valid message): the client role's source advertisement (taken: the target Reads it), the
+ * server role's go-ahead after the Read of the client's source (taken: the client advertises its sink).
+ */
+async function nextSend(ctx: CaseContext, p: Peer): Promise<Carrier> {
+  if (ctx.role === 'client')
+    return {
+      payload: encodeInfo({ addr: KIT_SOURCE_TO, rkey: KIT_SOURCE_STAG, size: KIT_PING_SIZE }),
+      actedOn: { opcode: Opcode.RdmaReadRequest, what: 'the Read Request of the source the Send advertises' },
+    };
+  const src = await serverToSource(p);
+  p.s.readRequest({ sinkStag: KIT_SINK_STAG, sinkTo: KIT_SINK_TO, size: src.size, srcStag: src.rkey, srcTo: src.addr });
+  await p.rx.tagged(Opcode.RdmaReadResponse, KIT_SINK_STAG, KIT_SINK_TO, src.size, 'the Read Response');
+  return {
+    payload: new Uint8Array(RPING_INFO_LENGTH),
+    actedOn: { opcode: Opcode.Send, what: 'the sink advertisement the go-ahead Send asks for' },
+  };
+}
+
+/**
+ * The first FPDU the kit sends in the exchange, for a framing fault to ride on (its stream offset is 0, so
+ * a Marker falls at its start): the client role's source advertisement (taken: the target Reads it), the
+ * server role's Read Request of the client's source (taken: a Read Response).
+ */
+async function firstMessage(
+  ctx: CaseContext,
+  p: Peer,
+): Promise<{ readonly ulpdu: Uint8Array; readonly what: string; readonly actedOn: ActedOn }> {
+  if (ctx.role === 'client')
+    return {
+      ulpdu: p.s.untagged(
+        Opcode.Send,
+        0,
+        encodeInfo({ addr: KIT_SOURCE_TO, rkey: KIT_SOURCE_STAG, size: KIT_PING_SIZE }),
+      ),
+      what: 'the source advertisement (a Send)',
+      actedOn: { opcode: Opcode.RdmaReadRequest, what: 'the Read Request of the source' },
+    };
+  const src = await serverToSource(p);
+  const rr = encodeReadRequest({ sinkStag: 0x2b00, sinkTo: 0n, size: src.size, srcStag: src.rkey, srcTo: src.addr });
+  return {
+    ulpdu: p.s.untagged(Opcode.RdmaReadRequest, 1, rr),
+    what: 'the Read Request of the source',
+    actedOn: { opcode: Opcode.RdmaReadResponse, what: 'the Read Response' },
+  };
+}
+
+/** The one field a Send-borne fault changes (everything else as the exchange expects). */
+interface SendFault {
+  readonly opcode?: number;
+  readonly qn?: number;
+  readonly msn?: number;
+  readonly mo?: number;
+  readonly dv?: number;
+  readonly rv?: number;
+}
+
+/**
+ * An error case whose fault rides on the Send the exchange expects next ({@link nextSend}): the right
+ * Terminate must come, and not the answer the Send would have earned had it been taken.
+ */
+function sendFaultCase(c: {
+  name: string;
+  clause: string;
+  title: string;
+  layer: number;
+  etype: number;
+  codes: readonly number[];
+  fault: (p: Peer) => SendFault;
+  skipIn?: ConformanceCase['skipIn'];
+}): ConformanceCase {
+  return {
+    name: c.name,
+    clause: c.clause,
+    title: c.title,
+    roles: both,
+    error: true,
+    ...(c.skipIn ? { skipIn: c.skipIn } : {}),
+    async run(ctx) {
+      const p = await open(ctx);
+      const carrier = await nextSend(ctx, p);
+      const f = c.fault(p);
+      const u = p.s.untagged(f.opcode ?? Opcode.Send, f.qn ?? 0, carrier.payload, {
+        msn: f.msn ?? (p.s.nextMsn[0] as number),
+        mo: f.mo ?? 0,
+        ...(f.dv === undefined ? {} : { dv: f.dv }),
+        ...(f.rv === undefined ? {} : { rv: f.rv }),
+      });
+      p.s.sendUlpdu(u);
+      return expectTerminate(p.s, {
+        layer: c.layer,
+        etype: c.etype,
+        codes: c.codes,
+        ulpdu: u,
+        actedOn: carrier.actedOn,
+      });
+    },
+  };
+}
+
+/** An untagged buffer error (RFC 5041 §7.2) carried by the next Send. */
 function untaggedCase(
   name: string,
   clause: string,
   title: string,
   codes: number | readonly number[],
-  make: (p: Peer) => Uint8Array,
+  fault: (p: Peer) => SendFault,
 ): ConformanceCase {
-  return {
+  return sendFaultCase({
     name,
     clause,
     title,
-    roles: both,
-    error: true,
-    async run(ctx) {
-      const p = await ready(ctx);
-      const u = make(p);
-      p.s.sendUlpdu(u);
-      return expectTerminate(p.s, {
-        layer: DDP,
-        etype: UNTAGGED,
-        codes: typeof codes === 'number' ? [codes] : codes,
-        ulpdu: u,
-      });
-    },
-  };
+    layer: DDP,
+    etype: UNTAGGED,
+    codes: typeof codes === 'number' ? [codes] : codes,
+    fault,
+  });
 }
 
 function rev0Only(mode: Mode): string | undefined {
@@ -541,35 +646,28 @@ const UNGRADED: readonly ConformanceCase[] = [
       return expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x04], ulpdu: u });
     },
   },
-  {
+  sendFaultCase({
     name: 'ddp.rev0.untagged-version-1',
     clause: 'RFC 5041 §7.2, RDMAC DDP 1.0 §6.1',
     title:
-      'At Rev 0 an untagged segment with DDP Version 1 (the IETF one): Untagged Buffer Error / Invalid DDP version (0x06)',
-    roles: both,
-    error: true,
+      'At Rev 0 the next Send with DDP Version 1 (the IETF one): Untagged Buffer Error / Invalid DDP version (0x06)',
+    layer: DDP,
+    etype: UNTAGGED,
+    codes: [0x06],
+    fault: () => ({ dv: 1 }),
     skipIn: rev0Only,
-    async run(ctx) {
-      const p = await ready(ctx);
-      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(16), { dv: 1 });
-      p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [0x06], ulpdu: u });
-    },
-  },
-  {
+  }),
+  sendFaultCase({
     name: 'rdmap.rev0.version-1',
     clause: 'RFC 5040 §7.2',
-    title: 'At Rev 0 a Send with RDMAP Version 1 (the IETF one): Remote Operation Error / Invalid RDMAP version (0x05)',
-    roles: both,
-    error: true,
+    title:
+      'At Rev 0 the next Send with RDMAP Version 1 (the IETF one): Remote Operation Error / Invalid RDMAP version (0x05)',
+    layer: RDMA,
+    etype: OPERATION,
+    codes: [0x05],
+    fault: () => ({ rv: 1 }),
     skipIn: rev0Only,
-    async run(ctx) {
-      const p = await ready(ctx);
-      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { rv: 1 });
-      p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x05], ulpdu: u });
-    },
-  },
+  }),
   // ── RFC 5041 §7.2: tagged buffer errors ───────────────────────────────────────────────────────
   {
     name: 'ddp.tagged.invalid-stag',
@@ -668,32 +766,33 @@ const UNGRADED: readonly ConformanceCase[] = [
   untaggedCase(
     'ddp.untagged.invalid-qn',
     'RFC 5041 §7.2',
-    'An untagged segment on QN 7 (no such queue): Untagged Buffer Error / Invalid QN (0x01)',
+    'The next Send on QN 7 (no such queue): Untagged Buffer Error / Invalid QN (0x01)',
     0x01,
-    (p) => p.s.untagged(Opcode.Send, 7, new Uint8Array(8), { msn: 1 }),
+    () => ({ qn: 7 }),
   ),
   untaggedCase(
     'ddp.untagged.msn-no-buffer',
     'RFC 5041 §7.2',
-    'A Send whose MSN is one past the posted receive buffers: Invalid MSN - no buffer available (0x02) or MSN range not valid (0x03)',
+    'The next Send with an MSN 1024 past the expected one (more receive buffers than rping posts): Invalid MSN - no buffer available (0x02) or MSN range not valid (0x03)',
     // RFC 5041 §7.1: no associated buffer (check 2, 0x02) and outside first-to-last available buffer
-    // (check 5, 0x03) both hold; Linux siw answers any MSN mismatch with 0x03.
+    // (check 5, 0x03) both hold; Linux siw answers any MSN mismatch with 0x03. One past the expected MSN
+    // would be a valid message for a target with two buffers posted (held until the first comes).
     [0x02, 0x03],
-    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { msn: (p.s.nextMsn[0] as number) + 1 }),
+    (p) => ({ msn: (p.s.nextMsn[0] as number) + 1024 }),
   ),
   untaggedCase(
     'ddp.untagged.msn-range',
     'RFC 5041 §7.2',
-    'A Send whose MSN is 2^31 away from the expected one: Invalid MSN - MSN range is not valid (0x03)',
+    'The next Send with its MSN 2^31 away from the expected one: Invalid MSN - MSN range is not valid (0x03)',
     0x03,
-    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { msn: ((p.s.nextMsn[0] as number) + 0x8000_0000) >>> 0 }),
+    (p) => ({ msn: ((p.s.nextMsn[0] as number) + 0x8000_0000) >>> 0 }),
   ),
   untaggedCase(
     'ddp.untagged.invalid-mo',
     'RFC 5041 §7.2',
-    'A Send segment at MO 4096 into a 16-octet receive buffer: Invalid MO (0x04)',
+    'The next Send at MO 2^31 (past any receive buffer): Invalid MO (0x04)',
     0x04,
-    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { mo: 4096 }),
+    () => ({ mo: 0x8000_0000 }),
   ),
   {
     name: 'ddp.untagged.too-long',
@@ -718,9 +817,9 @@ const UNGRADED: readonly ConformanceCase[] = [
   untaggedCase(
     'ddp.untagged.invalid-version',
     'RFC 5041 §7.2',
-    'An untagged segment with DDP Version 2: Untagged Buffer Error / Invalid DDP version (0x06)',
+    'The next Send with DDP Version 2: Untagged Buffer Error / Invalid DDP version (0x06)',
     0x06,
-    (p) => p.s.untagged(Opcode.Send, 0, new Uint8Array(16), { dv: 2 }),
+    () => ({ dv: 2 }),
   ),
   // ── RFC 5040 §7: RDMAP errors ─────────────────────────────────────────────────────────────────
   {
@@ -731,11 +830,27 @@ const UNGRADED: readonly ConformanceCase[] = [
     roles: both,
     error: true,
     async run(ctx) {
-      const p = await ready(ctx);
-      const rr = encodeReadRequest({ sinkStag: 0x2b00, sinkTo: 0n, size: 16, srcStag: UNKNOWN_STAG, srcTo: 0n });
+      const p = await open(ctx);
+      // Server role: the Read of the client's source with only its STag changed. Client role: an rping
+      // server advertises nothing to Read; the Request is otherwise well formed.
+      const src = ctx.role === 'server' ? await serverToSource(p) : { addr: 0n, size: 16 };
+      const rr = encodeReadRequest({
+        sinkStag: 0x2b00,
+        sinkTo: 0n,
+        size: src.size,
+        srcStag: UNKNOWN_STAG,
+        srcTo: src.addr,
+      });
       const u = p.s.untagged(Opcode.RdmaReadRequest, 1, rr);
       p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: RDMA, etype: PROTECTION, codes: [0x00], ulpdu: u, rdmaHeader: rr });
+      return expectTerminate(p.s, {
+        layer: RDMA,
+        etype: PROTECTION,
+        codes: [0x00],
+        ulpdu: u,
+        rdmaHeader: rr,
+        actedOn: READ_ANSWERED,
+      });
     },
   },
   {
@@ -757,7 +872,14 @@ const UNGRADED: readonly ConformanceCase[] = [
       });
       const u = p.s.untagged(Opcode.RdmaReadRequest, 1, rr);
       p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: RDMA, etype: PROTECTION, codes: [0x01], ulpdu: u, rdmaHeader: rr });
+      return expectTerminate(p.s, {
+        layer: RDMA,
+        etype: PROTECTION,
+        codes: [0x01],
+        ulpdu: u,
+        rdmaHeader: rr,
+        actedOn: READ_ANSWERED,
+      });
     },
   },
   {
@@ -789,32 +911,24 @@ const UNGRADED: readonly ConformanceCase[] = [
       return expectTerminate(p.s, { layer: RDMA, etype: PROTECTION, codes: [0x02], ulpdu: u, rdmaHeader: rr }, 8, m);
     },
   },
-  {
+  sendFaultCase({
     name: 'rdmap.opcode-reserved',
     clause: 'RFC 5040 §7.2',
-    title: 'A reserved RDMA OpCode (1100b) on QN 0: Remote Operation Error / Unexpected OpCode (0x06)',
-    roles: both,
-    error: true,
-    async run(ctx) {
-      const p = await ready(ctx);
-      const u = p.s.untagged(0xc, 0, new Uint8Array(8));
-      p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x06], ulpdu: u });
-    },
-  },
-  {
+    title: 'The next Send with a reserved RDMA OpCode (1100b): Remote Operation Error / Unexpected OpCode (0x06)',
+    layer: RDMA,
+    etype: OPERATION,
+    codes: [0x06],
+    fault: () => ({ opcode: 0xc }),
+  }),
+  sendFaultCase({
     name: 'rdmap.invalid-version',
     clause: 'RFC 5040 §7.2',
-    title: 'A Send with RDMAP Version 2: Remote Operation Error / Invalid RDMAP version (0x05)',
-    roles: both,
-    error: true,
-    async run(ctx) {
-      const p = await ready(ctx);
-      const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(8), { rv: 2 });
-      p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: RDMA, etype: OPERATION, codes: [0x05], ulpdu: u });
-    },
-  },
+    title: 'The next Send with RDMAP Version 2: Remote Operation Error / Invalid RDMAP version (0x05)',
+    layer: RDMA,
+    etype: OPERATION,
+    codes: [0x05],
+    fault: () => ({ rv: 2 }),
+  }),
   {
     name: 'rdmap.send-invalidate.unknown-stag',
     clause: 'RFC 5040 §5.3',
@@ -941,47 +1055,47 @@ const UNGRADED: readonly ConformanceCase[] = [
       const p = await open(ctx);
       if (!p.s.crc) return skip('CRCs are not in use on this connection');
       // The message the protocol expects next, right MSN and all: only a CRC check explains a refusal,
-      // and the answer it would earn (a Read Request / a Read Response) shows it was acted upon.
-      let due: number;
-      if (ctx.role === 'client') {
-        p.s.sendUlpdu(
-          p.s.untagged(Opcode.Send, 0, encodeInfo({ addr: KIT_SOURCE_TO, rkey: KIT_SOURCE_STAG, size: KIT_PING_SIZE })),
-          { crcXor: 0x1 },
-        );
-        due = Opcode.RdmaReadRequest;
-      } else {
-        const src = await serverToSource(p);
-        p.s.sendUlpdu(
-          p.s.untagged(
-            Opcode.RdmaReadRequest,
-            1,
-            encodeReadRequest({ sinkStag: 0x2b00, sinkTo: 0n, size: src.size, srcStag: src.rkey, srcTo: src.addr }),
-          ),
-          { crcXor: 0x1 },
-        );
-        due = Opcode.RdmaReadResponse;
-      }
-      const what = ctx.role === 'client' ? 'the source advertisement (a Send)' : 'the Read Request of the source';
-      return refusedUnacted(p, [0x02], `${what} with a bad CRC`, due);
+      // and the answer it would earn shows it was acted upon.
+      const next = await firstMessage(ctx, p);
+      p.s.sendUlpdu(next.ulpdu, { crcXor: 0x1 });
+      return refusedUnacted(p, [0x02], `${next.what} with a bad CRC`, next.actedOn, 'its CRC was not checked');
     },
   },
   {
     name: 'fpdu.bad-marker',
     clause: 'RFC 5044 §4.3',
-    title: 'An FPDU whose Marker points to the wrong place is refused (MPA Marker error 0x03, or a close)',
+    title:
+      'The next valid rping message with only its Marker wrong is refused (MPA Marker error 0x03, or a close) and not acted upon',
     roles: both,
     error: true,
     skipIn: (m) => (m.markers ? undefined : 'Markers are off in this mode (--markers asks for them)'),
     async run(ctx) {
-      const p = await ready(ctx);
+      const p = await open(ctx);
       // The kit sends Markers only where the target asked for them (its M bit): without them both ways
       // there is no Marker of the kit's to get wrong.
       if (!p.s.markersTx || !p.s.markersRx)
         return skip(
           `Markers are not in use both ways (the target's ${ctx.role === 'client' ? 'Reply' : 'Request'} has M=${+p.s.peerFrame.markers}): the kit sends no Marker to get wrong`,
         );
-      p.s.sendUlpdu(p.s.untagged(Opcode.Send, 0, new Uint8Array(8)), { markerPtr: (_i, right) => right + 4 });
-      return expectLlpRefusal(p.s, [0x03], 'a Marker pointing 4 octets past its FPDU');
+      const next = await firstMessage(ctx, p);
+      let moved = 0;
+      p.s.sendUlpdu(next.ulpdu, {
+        markerPtr: (_i, right) => {
+          moved++;
+          return right + 4;
+        },
+      });
+      if (moved === 0) {
+        p.s.conn.destroy();
+        return skip(`no Marker position fell inside ${next.what}: nothing to get wrong`);
+      }
+      return refusedUnacted(
+        p,
+        [0x03],
+        `${next.what} with its Marker pointing 4 octets off`,
+        next.actedOn,
+        'its Markers were not checked',
+      );
     },
   },
   {
@@ -1012,14 +1126,19 @@ const UNGRADED: readonly ConformanceCase[] = [
     name: 'fpdu.ulpdu-length-64768',
     clause: 'RFC 5044 §3',
     title:
-      'An FPDU of ULPDU_Length 64768 (MULPDU) is framed and handed to DDP: too long for a 16-octet buffer (DDP 0x05)',
+      'An FPDU of ULPDU_Length 64768 (the largest MULPDU) is framed and handed to DDP: taken, or too long for the receive buffer (DDP 0x05), never refused by MPA',
     roles: both,
     error: true,
     async run(ctx) {
       const p = await ready(ctx);
       const u = p.s.untagged(Opcode.Send, 0, new Uint8Array(64768 - 18));
       p.s.sendUlpdu(u);
-      return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [0x05], ulpdu: u });
+      // Receive buffers are not advertised: a target whose buffer holds the Send takes it (MPA framed
+      // it, which is the point); one whose buffer does not answers DDP 0x05. MPA may not refuse it.
+      const m = await p.s.nextOrEnd();
+      if (m && !terminateOf(m) && m.ddp && m.fpdu.violations.every((v) => v.severity !== 'reject'))
+        return pass(`framed and taken: the target went on with ${describe(m)} (its receive buffer holds 64750 octets)`);
+      return expectTerminate(p.s, { layer: DDP, etype: UNTAGGED, codes: [0x05], ulpdu: u }, 8, m);
     },
   },
   {
@@ -1277,7 +1396,13 @@ function notRev2(p: Peer): CaseOutcome {
  * After a message valid in all but its framing: an LLP Terminate with one of `codes`, or a close, and
  * never the answer (`due`) the message would have earned had it been taken — that would prove it acted.
  */
-async function refusedUnacted(p: Peer, codes: readonly number[], what: string, due: number): Promise<CaseOutcome> {
+async function refusedUnacted(
+  p: Peer,
+  codes: readonly number[],
+  what: string,
+  actedOn: ActedOn,
+  because = 'the fault was not detected',
+): Promise<CaseOutcome> {
   for (let i = 0; i < 8; i++) {
     const m = await p.s.nextOrEnd();
     if (!m) {
@@ -1290,7 +1415,8 @@ async function refusedUnacted(p: Peer, codes: readonly number[], what: string, d
     }
     const t = terminateOf(m);
     if (!t) {
-      if (m.opcode === due) return fail(`${what}: the target acted on it (${describe(m)}): its CRC was not checked`);
+      if (m.opcode === actedOn.opcode)
+        return fail(`${what}: the target acted on it (${describe(m)}, ${actedOn.what}): ${because}`);
       continue;
     }
     const bad = checkTerminate(m, t, { layer: TerminateLayer.Llp, etype: 0, codes });

@@ -8,6 +8,12 @@ import type { DecodedTerminate } from '../wire/terminate.js';
 import { describe, type KitSession, type RxMessage, terminateOf } from './session.js';
 import { type CaseOutcome, fail, pass } from './types.js';
 
+/** The target's answer to a faulty message had it been taken: seen before the Terminate, it proves the message was acted upon. */
+export interface ActedOn {
+  readonly opcode: number;
+  readonly what: string;
+}
+
 export interface TerminateSpec {
   readonly layer: number;
   readonly etype: number;
@@ -19,6 +25,8 @@ export interface TerminateSpec {
   readonly rdmaHeader?: Uint8Array;
   /** Other answers the RFCs allow for the same fault (e.g. a check of another layer that comes first). */
   readonly also?: readonly { readonly layer: number; readonly etype: number; readonly codes: readonly number[] }[];
+  /** The answer that would show the faulty message was acted upon (a FAIL whatever follows). */
+  readonly actedOn?: ActedOn;
 }
 
 const hex = (n: number) => `0x${n.toString(16).padStart(2, '0')}`;
@@ -96,6 +104,10 @@ export async function expectTerminate(
     if (!t) {
       if (m.opcode === Opcode.Terminate)
         return fail(`a Terminate the kit cannot decode (${m.payload.byteLength} octets)`);
+      if (spec.actedOn && m.opcode === spec.actedOn.opcode)
+        return fail(
+          `the target acted on the faulty message: ${describe(m)}, ${spec.actedOn.what}, before any Terminate (RFC 5041 §7.1, RFC 5040 §7.1: an errored message is not placed or delivered)`,
+        );
       if (++skipped > skipMax) return fail(`no Terminate: ${describe(m)} and more`);
       continue;
     }

@@ -8,6 +8,7 @@ import type { EnhancedSetup } from '../wire/mpa.js';
 import { decodeReadRequest } from '../wire/rdmap.js';
 import { ConformanceProtocolError } from './errors.js';
 import {
+  checkReadOfSource,
   decodeInfo,
   encodeInfo,
   KIT_PING_SIZE,
@@ -96,7 +97,9 @@ export function open(ctx: CaseContext): Promise<Peer> {
 /** Client role: advertises the kit's source buffer and returns the target's Read Request (its sink STag). */
 export async function clientToReadRequest(p: Peer) {
   p.s.send(encodeInfo({ addr: KIT_SOURCE_TO, rkey: KIT_SOURCE_STAG, size: KIT_PING_SIZE }));
-  return readRequest(p.rx, 'the RDMA Read Request of the source buffer');
+  const rr = await readRequest(p.rx, 'the RDMA Read Request of the source buffer');
+  checkReadOfSource(rr, KIT_PING_SIZE);
+  return rr;
 }
 
 /** Server role: the client's source advertisement (its first Send). */

@@ -138,10 +138,7 @@ export async function rpingClient(s: KitSession, rx: RxCheck, pings = 1, size = 
     const src = pingText(n, size);
     s.send(encodeInfo({ addr: KIT_SOURCE_TO, rkey: KIT_SOURCE_STAG, size }));
     const rr = await readRequest(rx, 'the RDMA Read Request of the source buffer');
-    if (rr.srcStag !== KIT_SOURCE_STAG || rr.srcTo !== KIT_SOURCE_TO || rr.size !== size)
-      throw new ConformanceProtocolError(
-        `Read Request of STag 0x${rr.srcStag.toString(16)} TO ${rr.srcTo} size ${rr.size}: not the advertised buffer`,
-      );
+    checkReadOfSource(rr, size);
     respondRead(s, rr, src);
     await rx.expect(Opcode.Send, 'the go-ahead Send');
     s.send(encodeInfo({ addr: KIT_SINK_TO, rkey: KIT_SINK_STAG, size }));
@@ -162,6 +159,37 @@ export async function readRequest(rx: RxCheck, what: string) {
   const rr = decodeReadRequestHeader(m.payload);
   if (!rr) throw new ConformanceProtocolError(`a Read Request of ${m.payload.byteLength} octets (28 due)`);
   return rr;
+}
+
+const swap32 = (n: number) => Buffer.from(Uint32Array.of(n).buffer).readUInt32BE(0);
+const swap64 = (n: bigint) => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(n);
+  return b.readBigUInt64BE(0);
+};
+
+/**
+ * The target's Read Request must name the source the kit advertised (STag, TO, size). Fields that match
+ * only byte-swapped are a byte-order fault (RFC 5040 §4.4 fields go in network byte order: RFC 791 Appendix B),
+ * named as such rather than as three wrong values.
+ */
+export function checkReadOfSource(
+  rr: { srcStag: number; srcTo: bigint; size: number; sinkStag: number; sinkTo: bigint },
+  size: number,
+): void {
+  if (rr.srcStag === KIT_SOURCE_STAG && rr.srcTo === KIT_SOURCE_TO && rr.size === size) return;
+  const swapped = [
+    swap32(rr.srcStag) === KIT_SOURCE_STAG ? 'Data Source STag' : '',
+    swap64(rr.srcTo) === KIT_SOURCE_TO ? 'Data Source Tagged Offset' : '',
+    swap32(rr.size) === size ? 'RDMA Read Message Size' : '',
+  ].filter(Boolean);
+  if (swapped.length > 0)
+    throw new ConformanceProtocolError(
+      `RFC 5040 §4.4 (network byte order, the IETF transmission order of RFC 791 Appendix B): the Read Request's ${swapped.join(', ')} ${swapped.length > 1 ? 'are' : 'is'} in little-endian (host) byte order, not network byte order: STag 0x${rr.srcStag.toString(16)} TO 0x${rr.srcTo.toString(16)} size ${rr.size} read as 0x${KIT_SOURCE_STAG.toString(16)}, 0x${KIT_SOURCE_TO.toString(16)} and ${size} once swapped`,
+    );
+  throw new ConformanceProtocolError(
+    `Read Request of STag 0x${rr.srcStag.toString(16)} TO 0x${rr.srcTo.toString(16)} size ${rr.size}: not the advertised buffer (STag 0x${KIT_SOURCE_STAG.toString(16)} TO 0x${KIT_SOURCE_TO.toString(16)} size ${size})`,
+  );
 }
 
 /** Answers a Read Request with `data` in Read Response segments of at most 16 KiB (RFC 5040 §5.2.2). */

@@ -258,12 +258,28 @@ export class FpduReader {
     return out;
   }
 
-  private next(): Fpdu | undefined {
+  /**
+   * Whether the CRC of an FPDU of `ulpduLength` framed with `pad` octets of pad is good: a bad CRC that is
+   * good under another pad is a pad-length fault (RFC 5044 §4.1), not a CRC one.
+   */
+  private crcGoodWithPad(ulpduLength: number, pad: number): boolean {
+    const before = 2 + ulpduLength + pad;
+    const body = this.walk(before);
+    if (!body) return false;
+    let crcStart = body.wire;
+    if (this.options.markers && toNextMarker(this.pos + crcStart) === 0) crcStart += MARKER_LENGTH;
+    const all = this.walk(before + 4);
+    if (!all || crcStart + 4 > this.bufLen) return false;
+    const field = readMpaCrc(this.content(before, before + 4), 0);
+    return field === crc32cUpdate(0, this.buf.subarray(this.head, this.head + crcStart));
+  }
+
+  private next(padFound?: number): Fpdu | undefined {
     const head = this.walk(2);
     if (!head) return undefined;
     const lenField = this.content(0, 2);
     const ulpduLength = ((lenField[0] as number) << 8) | (lenField[1] as number);
-    const pad = padLength(ulpduLength);
+    const pad = padFound ?? padLength(ulpduLength);
     const beforeCrc = 2 + ulpduLength + pad;
     const body = this.walk(beforeCrc);
     if (!body) return undefined;
@@ -290,6 +306,25 @@ export class FpduReader {
     let crcVerdict: Fpdu['crcVerdict'] = 'off';
     if (this.options.crc) {
       crcVerdict = crcField === crcComputed ? 'good' : 'bad';
+      if (crcVerdict === 'bad' && padFound === undefined) {
+        // The sender's pad may be wrong: its CRC then sits (and is good) where its own pad ends.
+        const right = pad;
+        for (const other of [0, 1, 2, 3, 4])
+          if (other !== right && this.crcGoodWithPad(ulpduLength, other)) {
+            const f = this.next(other) as Fpdu;
+            return {
+              ...f,
+              violations: [
+                reject(
+                  'mpa-pad-length',
+                  'RFC 5044 §4.1',
+                  `${other} pad octet(s) after a ${ulpduLength}-octet ULPDU: the pad makes the FPDU (ULPDU_Length field, ULPDU, pad) a multiple of 4 octets, so ${right} are due (the CRC is good where the sender's pad ends)`,
+                ),
+                ...f.violations,
+              ],
+            };
+          }
+      }
       if (crcVerdict === 'bad')
         violations.push(
           reject(
