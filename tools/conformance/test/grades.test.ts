@@ -140,4 +140,22 @@ describe('graded verdicts against fake targets', () => {
     expect(verdict(s, 'mpa.responder-waits')?.verdict).toBe('FAIL');
     expect(s.failed).toBe(1);
   }, 20_000);
+
+  it('Rev 0 mode against a target answering Rev 1: the startup case blames the Reply, the Rev 0 error cases SKIP', async () => {
+    const port = await fakeTarget(honest, { rev: 1 }, 1);
+    const s = await kit(
+      port,
+      'mpa.rev0.startup,mpa.rev0.crc-markers,ddp.rev0.untagged-version-1,rdmap.rev0.version-1',
+      {
+        mpaRev: '0',
+      },
+    );
+    const st = verdict(s, 'mpa.rev0.startup');
+    expect(st?.verdict).toBe('FAIL');
+    expect(st?.evidence).toContain("answered the kit's Rev 0 Request with a Rev 1 Reply");
+    for (const n of ['mpa.rev0.crc-markers', 'ddp.rev0.untagged-version-1', 'rdmap.rev0.version-1']) {
+      expect(verdict(s, n)?.verdict, n).toBe('SKIP');
+      expect(verdict(s, n)?.evidence, n).toContain('answered Rev 1 to a Rev 0 Request');
+    }
+  }, 30_000);
 });

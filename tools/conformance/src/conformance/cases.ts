@@ -186,6 +186,8 @@ function sendFaultCase(c: {
     ...(c.skipIn ? { skipIn: c.skipIn } : {}),
     async run(ctx) {
       const p = await open(ctx);
+      const no = notRdmac(ctx, p);
+      if (no) return no;
       const carrier = await nextSend(ctx, p);
       const f = c.fault(p);
       const u = p.s.untagged(f.opcode ?? Opcode.Send, f.qn ?? 0, carrier.payload, {
@@ -223,6 +225,21 @@ function untaggedCase(
     codes: typeof codes === 'number' ? [codes] : codes,
     fault,
   });
+}
+
+/**
+ * A Rev 0 case on a connection that did not come up as RDMAC MPA (the client's Request or the target's
+ * Reply was Rev 1/2): there is no RDMAC stream to test, and mpa.rev0.startup / mpa.rev0.reply say why.
+ */
+function notRdmac(ctx: CaseContext, p: Peer): CaseOutcome | undefined {
+  const f = p.s.peerFrame;
+  if (ctx.mode.mpaRev !== 0 || f.rev === 0) return undefined;
+  p.s.conn.destroy();
+  return skip(
+    ctx.role === 'server'
+      ? `the client sent a Rev ${f.rev} Request: not RDMAC MPA (mpa.rev0.reply checks how it meets a Rev 0 Reply)`
+      : `the target answered Rev ${f.rev} to a Rev 0 Request (mpa.rev0.startup reports it)`,
+  );
 }
 
 function rev0Only(mode: Mode): string | undefined {
@@ -556,7 +573,17 @@ const UNGRADED: readonly ConformanceCase[] = [
       const p = await open(ctx);
       const f = p.s.peerFrame;
       const what = ctx.role === 'client' ? 'Reply' : 'Request';
-      if (f.rev !== 0) return fail(`a Rev ${f.rev} ${what} to a Rev 0 ${ctx.role === 'client' ? 'Request' : 'Reply'}`);
+      // The Initiator picks the revision: a client's Rev 1/2 Request is its choice, not a fault (how it
+      // meets the kit's Rev 0 Reply is mpa.rev0.reply's question). A Responder answering Rev 0 with another
+      // Rev is at fault.
+      if (f.rev !== 0 && ctx.role === 'server')
+        return skip(
+          `the client sent a Rev ${f.rev} Request: it was not started in RDMAC (Rev 0) mode; mpa.rev0.reply checks how it meets a Rev 0 Reply`,
+        );
+      if (f.rev !== 0)
+        return fail(
+          `the target answered the kit's Rev 0 Request with a Rev ${f.rev} Reply (RFC 5044 §7.1: a Responder that cannot interoperate with the Rev closes)`,
+        );
       if (!f.markers || !f.crc) return fail(`a Rev 0 ${what} with M=${+f.markers} C=${+f.crc}: RDMAC MPA has both on`);
       await (ctx.role === 'client' ? rpingClient(p.s, p.rx) : rpingServer(p.s, p.rx));
       return pass(`${what}: Rev 0, M=1 C=1, ${f.pdLength} octets of private data; one ping served at DV 0, RV 0`);
@@ -570,7 +597,8 @@ const UNGRADED: readonly ConformanceCase[] = [
     skipIn: rev0Only,
     async run(ctx) {
       const p = await open(ctx);
-      if (!p.s.crc || !p.s.markersTx || !p.s.markersRx) return fail('the kit did not turn on CRCs and Markers');
+      const no = notRdmac(ctx, p);
+      if (no) return no;
       // A ping large enough for several Markers in each FPDU of data.
       if (ctx.role === 'client') await rpingClient(p.s, p.rx, 2, 2000);
       else await rpingServer(p.s, p.rx);
@@ -640,7 +668,10 @@ const UNGRADED: readonly ConformanceCase[] = [
     error: true,
     skipIn: rev0Only,
     async run(ctx) {
-      const p = await ready(ctx);
+      const p = await open(ctx);
+      const no = notRdmac(ctx, p);
+      if (no) return no;
+      if (ctx.role === 'server') await serverToSource(p);
       const u = p.s.tagged(Opcode.RdmaWrite, UNKNOWN_STAG, 0n, new Uint8Array(16), { dv: 1 });
       p.s.sendUlpdu(u);
       return expectTerminate(p.s, { layer: DDP, etype: TAGGED, codes: [0x04], ulpdu: u });

@@ -52,8 +52,11 @@ export function checkTerminate(m: RxMessage, t: DecodedTerminate, spec: Terminat
     const sent = spec.ulpdu.subarray(0, t.ddpHeader.byteLength);
     if (Buffer.compare(Buffer.from(t.ddpHeader), Buffer.from(sent)) !== 0)
       return `RFC 5040 §4.8: the copied DDP Header ${Buffer.from(t.ddpHeader).toString('hex')} is not the one sent (${Buffer.from(sent).toString('hex')})`;
-    if (t.m && t.ddpSegmentLength !== spec.ulpdu.byteLength)
-      return `RFC 5040 §4.8: DDP Segment Length ${t.ddpSegmentLength}, the segment had ${spec.ulpdu.byteLength} octets`;
+    // "The length handed up by the DDP layer when the error was detected" (RFC 5040 §4.8): the segment's
+    // length, or its payload's (what Linux siw writes) — the text allows either reading.
+    const payload = spec.ulpdu.byteLength - t.ddpHeader.byteLength;
+    if (t.m && t.ddpSegmentLength !== spec.ulpdu.byteLength && t.ddpSegmentLength !== payload)
+      return `RFC 5040 §4.8: DDP Segment Length ${t.ddpSegmentLength}, the segment had ${spec.ulpdu.byteLength} octets (${payload} of payload)`;
   }
   if (spec.rdmaHeader) {
     if (!t.r || !t.rdmaHeader)
