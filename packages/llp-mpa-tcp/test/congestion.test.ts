@@ -9,11 +9,11 @@ import { CapabilityError, InvalidArgumentError } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MpaTcpConnection, MpaTcpListener } from '../src/index.js';
-import { writeRanges } from '../src/tx-direct.js';
 import { tcpPair, transportWith } from './helpers.js';
+import { writevAvailable } from './writev.js';
 
 const required = process.env.RDDP_REQUIRE_WRITEV === '1';
-const native = writeRanges !== undefined && process.platform === 'linux';
+const native = writevAvailable && process.platform === 'linux';
 if (!native && !required) console.warn('@rddp/writev not built here (or not Linux): congestionControl is not tested');
 
 /** `ss`'s algorithm for the TCP socket from local port `sport` to `dport` on 127.0.0.1 (undefined: no ss). */

@@ -10,8 +10,8 @@ import { Container } from 'inversify';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { MpaTcpTransport, mpaTcp, mpaTcpModule } from '../src/index.js';
-import { writeRanges } from '../src/tx-direct.js';
 import { pattern, tcpPair } from './helpers.js';
+import { writevAvailable } from './writev.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -213,7 +213,7 @@ describe('send backpressure', () => {
     const markedDefault = (4 << 20) - 32 * 1024;
     for (const [transport, markers, hwm] of [
       [mpaTcp(), false, 4 << 20],
-      [mpaTcp(), true, writeRanges ? markedDefault : 1 << 20],
+      [mpaTcp(), true, writevAvailable ? markedDefault : 1 << 20],
       [mpaTcp({ directSend: false }), true, 1 << 20],
       [mpaTcp({ markerFraming: 'copy' }), true, markedDefault],
       [mpaTcp({ highWaterMark: 1 << 20 }), false, 1 << 20],

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { LlpStream } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { dissectFile } from '../../../tools/conformance/src/dissect/index.js';
+import { dissectFile } from '../../../tools/conformance/src/index.js';
 import { tsharkOn } from '../../llp-mpa-tcp/test/wire.js';
 import { sctp } from '../src/index.js';
 import { until } from './harness.js';

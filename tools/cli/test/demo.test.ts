@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runDemo } from '../src/commands/demo.js';
+import { runDemo } from '../src/index.js';
 
 describe('rddp demo (the main job)', () => {
   it('runs rping with validation and a verified write_bw sweep over MPA/TCP on 127.0.0.1', async () => {

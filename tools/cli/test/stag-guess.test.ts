@@ -14,7 +14,7 @@ import { encodeReadRequest } from '@rddp/rdmap';
 import { Access, Device, type Mr } from '@rddp/verbs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RawPeer, rawConnect } from '../../../packages/llp-mpa-tcp/test/raw.js';
-import { toolTransport } from '../src/transports.js';
+import { toolTransport } from '../src/index.js';
 
 const tt = toolTransport({ transport: 'tcp', mpaRev: '1', crc: true });
 const SECRET = new Uint8Array(randomBytes(32));
