@@ -30,7 +30,7 @@ import {
   withAbort,
 } from '@rddp/llp';
 import type { Observable } from 'rxjs';
-import { mulpduFor, type ResolvedOptions, type RtoParameters } from './options.js';
+import { MIN_MULPDU, mulpduFor, type ResolvedOptions, type RtoParameters } from './options.js';
 import { type PkgAssociation, peerOutboundStreams, type StreamSchedulerName, shimAssociation } from './pkg.js';
 import {
   decodeSessionControl,
@@ -43,9 +43,6 @@ import {
 } from './rfc5043.js';
 import { type QueueItem, SendQueue } from './send-queue.js';
 import { SctpLlpStream, type StreamHost } from './stream.js';
-
-/** Smallest MULPDU worth running DDP on (a tagged DDP header is 14 octets, RFC 5041 §4.3). */
-export const MIN_MULPDU = 256;
 
 export interface ConnectionTuning {
   /** The MULPDU asked for; the effective one also fits the peer's receive window. */

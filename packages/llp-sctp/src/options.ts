@@ -15,9 +15,11 @@ import {
   processMemoryBudget,
   silentLogger,
 } from '@rddp/llp';
-import { MIN_MULPDU } from './connection.js';
 import type { StreamSchedulerName } from './pkg.js';
 import { linkMtuTowards, sctpPacketSize } from './pmtu.js';
+
+/** Smallest MULPDU worth running DDP on (a tagged DDP header is 14 octets, RFC 5041 §4.3). */
+export const MIN_MULPDU = 256;
 
 /** The stream schedulers of RFC 8260 §3 the association offers. */
 export const STREAM_SCHEDULERS: readonly StreamSchedulerName[] = ['rr', 'fcfs', 'priority'];
