@@ -28,21 +28,12 @@ import {
   serverMemory,
 } from './hello.js';
 import { PerfSession } from './session.js';
+import type { PerfTest } from './tests.js';
 
-export const PERF_TESTS = [
-  'write_bw',
-  'read_bw',
-  'send_bw',
-  'write_lat',
-  'read_lat',
-  'send_lat',
-  'atomic_bw',
-  'atomic_lat',
-] as const;
+export { PERF_TESTS, type PerfTest } from './tests.js';
 
 /** RFC 7306 Fetch-and-Add of this much per operation in the atomic tests (the final word is checked). */
 const ATOMIC_ADD = 3n;
-export type PerfTest = (typeof PERF_TESTS)[number];
 
 export interface PerfParams {
   readonly test: PerfTest;

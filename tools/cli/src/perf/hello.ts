@@ -4,9 +4,10 @@
  */
 
 import { MAX_U64 } from '@rddp/ddp';
-import { PERF_TESTS, type PerfParams, type PerfResult, type PerfTest } from './engine.js';
+import type { PerfParams, PerfResult } from './engine.js';
 import { PerfBadMessageError, PerfHelloRefusedError } from './errors.js';
 import { allSizes } from './format.js';
+import { PERF_TESTS, type PerfTest } from './tests.js';
 
 /** What a server lets one client ask for. */
 export interface PerfServerLimits {
