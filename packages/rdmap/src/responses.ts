@@ -4,10 +4,11 @@
  */
 import { encodeAtomicResponse } from './atomic.js';
 import { encodeControl, encodeUntaggedRsvdUlp } from './header.js';
-import { ATOMIC_RESPONSE_QUEUE, ExtensionOpcode, RdmapOpcode } from './opcode.js';
+import { ATOMIC_RESPONSE_QUEUE, ExtensionOpcode, RdmapOpcode, RdmapQueue } from './opcode.js';
 import { checkReadSource } from './read.js';
+import { maybeCloseLlp } from './send-queue.js';
 import { guard, type PendingResponse, type StreamState } from './stream-state.js';
-import { maybeCloseLlp, onResponseSent, onResponseSourceError, onSendFailure } from './terminate-path.js';
+import { onResponseSourceError, onSendFailure } from './terminate-path.js';
 
 /** The RDMA Read Response (§5.2.2), or an Atomic Response (RFC 7306), in the order of the Requests. */
 export function sendResponse(st: StreamState, p: PendingResponse): void {
@@ -51,6 +52,15 @@ export function sendResponse(st: StreamState, p: PendingResponse): void {
  */
 function responseLeft(st: StreamState, p: PendingResponse): void {
   queueMicrotask(() => onResponseSent(st, p));
+}
+
+function onResponseSent(st: StreamState, p: PendingResponse): void {
+  // §5.2.2: the Read Request queue keeps IRD buffers; this one may take the next Request.
+  if (st.terminated === undefined && st.closedEvent === undefined && st.ddp.state !== 'closed') {
+    p.buffer.fill(0);
+    st.ddp.postReceive(RdmapQueue.ReadRequest, p.buffer);
+  }
+  maybeCloseLlp(st);
 }
 
 /**

@@ -17,7 +17,6 @@ import {
   readWord,
   writeWord,
 } from './atomic.js';
-import type { RdmapError } from './errors.js';
 import { decodeControl, decodeReadRequest, decodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { decodeImmediateData } from './immediate.js';
 import { ATOMIC_RESPONSE_QUEUE, type OpcodeInfo, RDMAP_OPCODES } from './opcode.js';
@@ -40,32 +39,6 @@ function atomicDelivered(st: StreamState, token: unknown, original: bigint, buff
   buffer.fill(0);
   st.ddp.postReceive(ATOMIC_RESPONSE_QUEUE, buffer);
   atomicCompleted(st, token as SqEntry, original);
-}
-
-/** Records a receive buffer posted on QN 0; consumed in MSN order by incoming Sends (§5.3). */
-export function addReceive(st: StreamState, r: PostedReceive): void {
-  st.receives.push(r);
-}
-
-/** Completes every posted receive in error: the oldest with `first` if given, the rest flushed. */
-export function flushReceives(
-  st: StreamState,
-  error: RdmapError,
-  first?: { status: CompletionStatus; error: RdmapError },
-): void {
-  let i = 0;
-  for (const r of st.receives.splice(0)) {
-    const f = i++ === 0 ? first : undefined;
-    st.emitReceive({
-      kind: 'receive',
-      id: r.id,
-      buffer: r.buffer,
-      status: f?.status ?? 'flushed',
-      byteLength: 0,
-      solicited: false,
-      error: f?.error ?? error,
-    });
-  }
 }
 
 function currentSegment(st: StreamState): TerminatedSegment {

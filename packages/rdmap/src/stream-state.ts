@@ -1,8 +1,9 @@
 /**
  * The one state of an RDMAP Stream (RFC 5040 §6), as Linux siw keeps everything on `struct siw_qp`: the
- * send queue and the Read Responses owed (tx.ts works on it), the posted receives (rx.ts), outstanding
- * Reads and atomics (ORD/IRD, §6.1), the stream state machine, what ended it (terminate.ts), and the
- * subjects its events leave by. The transmit, receive and terminate modules are plain functions over it.
+ * send queue and the Read Responses owed (tx.ts, send-queue.ts, responses.ts work on them), the posted
+ * receives (rx.ts, receive-queue.ts), outstanding Reads and atomics (ORD/IRD, §6.1), the stream state
+ * machine, what ended it (terminate-path.ts), and the subjects its events leave by. The transmit, receive
+ * and terminate modules are plain functions over it.
  */
 import type { DdpSendSink, DdpStreamApi, MemoryRegion } from '@rddp/ddp';
 import { Fifo, type Ulpdu } from '@rddp/llp';
@@ -115,7 +116,7 @@ export class StreamState {
   readonly atomics = new OutstandingAtomics<SqEntry>();
   readonly held: BehaviorSubject<boolean>;
 
-  // ----- send queue (tx.ts) -----
+  // ----- send queue (tx.ts, send-queue.ts) -----
   /** Posted, not handed to DDP yet (in order). */
   readonly pending = new Fifo<SqEntry>();
   /** Handed to DDP (or skipped), not reported yet (in order). */
@@ -133,13 +134,13 @@ export class StreamState {
   /** Given to DDP with each send-queue message: restarts a pump that waits for room in DDP's queue. */
   onHanded: (() => void) | undefined;
 
-  // ----- receive (rx.ts) -----
+  // ----- receive (rx.ts, receive-queue.ts) -----
   /** Receive buffers posted on QN 0, in MSN order. */
   readonly receives: PostedReceive[] = [];
   /** The segment that completed the message being handled (for a Terminate's copied headers, §4.8). */
   current: Ulpdu | undefined;
 
-  // ----- how it ended (terminate.ts) -----
+  // ----- how it ended (terminate-path.ts) -----
   terminated: 'sent' | 'received' | undefined;
   endError: RdmapError | undefined;
   closedEvent: RdmapClosedEvent | undefined;

@@ -32,17 +32,19 @@ import {
   RdmapQueue,
   type RdmapVersion,
 } from './opcode.js';
-import { addReceive, onDelivery } from './rx.js';
+import { addReceive } from './receive-queue.js';
+import { onDelivery } from './rx.js';
 import { taggedFastCheckFor, ulpCheckFor } from './rx-check.js';
 import type { RdmapStreamState } from './state.js';
 import { type RdmapStagTable, StreamState } from './stream-state.js';
 
 export type { RdmapStagTable };
 
+import { maybeCloseLlp, outstanding, requestsOutstanding } from './send-queue.js';
 import { TERMINATE_RECEIVE_BUFFER_LENGTH } from './terminate.js';
 import { RdmaErrorType, TerminateLayer } from './terminate-codes.js';
-import { maybeCloseLlp, onDdpClosed, onDdpError, terminateWith } from './terminate-path.js';
-import { outstanding, post, pump, requestsOutstanding } from './tx.js';
+import { onDdpClosed, onDdpError, terminateWith } from './terminate-path.js';
+import { post, pump } from './tx.js';
 import type { RdmapClosedEvent, RdmapCompletion, RdmapTerminateEvent, RdmapWorkRequest } from './types.js';
 import { checkOrd, checkWorkRequest, messageLength } from './validate.js';
 

@@ -1,7 +1,7 @@
 /**
  * How an RDMAP Stream ends (RFC 5040 §5.4, §6.2, §7.1), as functions over its one state: RDMAP Abortive
  * Termination with at most one Terminate (the first error wins, §7.1 rule 4), a Terminate received, an
- * LLP failure, the graceful close once the work is done, and what each does to outstanding work.
+ * LLP failure, the LLP closing, and what each does to outstanding work.
  */
 import { type DdpCloseEvent, type DdpErrorEvent, decodeHeader, UntaggedErrorCode } from '@rddp/ddp';
 import {
@@ -14,7 +14,8 @@ import {
 } from './errors.js';
 import { controlOf, encodeControl, encodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { ATOMIC_RESPONSE_QUEUE, opcodeRowOf, RdmapOpcode, RdmapQueue } from './opcode.js';
-import { flushReceives } from './rx.js';
+import { flushReceives } from './receive-queue.js';
+import { findUntagged, flushAll, idle } from './send-queue.js';
 import type { Culprit, PendingResponse, StreamState } from './stream-state.js';
 import {
   decodeTerminate,
@@ -24,30 +25,7 @@ import {
   terminateFor,
 } from './terminate.js';
 import { DdpWireErrorType, describeTerminate, RdmaErrorType, TerminateLayer } from './terminate-codes.js';
-import { findUntagged, flushAll, idle } from './tx.js';
-import type { CompletionStatus, RdmapClosedEvent, SendCompletion } from './types.js';
-
-/** A send-queue completion, reported in order (§5.5 rule 15); a graceful close may then go on. */
-export function emitSendCompletion(st: StreamState, c: SendCompletion): void {
-  st.emitSend(c);
-  maybeCloseLlp(st);
-}
-
-export function onResponseSent(st: StreamState, p: PendingResponse): void {
-  // §5.2.2: the Read Request queue keeps IRD buffers; this one may take the next Request.
-  if (st.terminated === undefined && st.closedEvent === undefined && st.ddp.state !== 'closed') {
-    p.buffer.fill(0);
-    st.ddp.postReceive(RdmapQueue.ReadRequest, p.buffer);
-  }
-  maybeCloseLlp(st);
-}
-
-/** Graceful close: once everything posted completed and owed Read Responses went out, close the LLP. */
-export function maybeCloseLlp(st: StreamState): void {
-  if (st.sm.state !== 'closing' || st.llpClosing || !idle(st)) return;
-  st.llpClosing = true;
-  st.ddp.close().catch(() => st.ddp.abort());
-}
+import type { CompletionStatus, RdmapClosedEvent } from './types.js';
 
 export function onLocalBufferError(st: StreamState, err: LocalProtectionError): void {
   // §7.1 case 1: the Terminate is sent instead of the request, without Terminated headers.
