@@ -4,7 +4,6 @@
  */
 import { codesByKey, type LlpStream, type Ulpdu } from '@rddp/llp';
 import type { Observable } from 'rxjs';
-import type { DdpStream } from './stream.js';
 
 /** DDP Version: 1 = IETF (RFC 5041), 0 = RDMA Consortium DDP 1.0. Chosen per stream (§4.1). */
 export type DdpVersion = 0 | 1;
@@ -301,14 +300,61 @@ export interface DdpCloseEvent {
   readonly flushed: readonly FlushedReceive[];
 }
 
-/** One DDP Stream over one LLP stream (§6). The two sends are `DdpStream`'s, declared once there. */
-export interface DdpStreamApi
-  extends Pick<DdpStream, 'sendTagged' | 'sendUntagged' | 'sendTaggedWith' | 'sendUntaggedWith'> {
+/** One DDP Stream over one LLP stream (§6); `DdpStream` implements it. */
+export interface DdpStreamApi {
   readonly llp: LlpStream;
   readonly profile: DdpProfile;
   readonly state: DdpStreamState;
   /** Largest payload per segment: MULPDU minus the header (§5.2). */
   maxPayload(tagged: boolean): number;
+
+  /**
+   * Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last.
+   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`;
+   * `onHanded` runs (synchronously, once) when the last segment has been handed to the LLP.
+   */
+  sendTagged(
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): Promise<void>;
+  /**
+   * `sendTagged` without a promise: `sink.ddpSent` hears how the message ended (a ULP's send-queue entry
+   * can be its own sink, so nothing is allocated per message for the outcome). Throws at once, without
+   * calling the sink, when the message cannot be queued.
+   */
+  sendTaggedWith(
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    sink: DdpSendSink,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): void;
+  /**
+   * Send an untagged DDP Message on queue `qn` (§5.1.2) with that queue's next MSN (from 1).
+   * Resolves with the MSN once the LLP holds no reference to `payload`; `onHanded` as for `sendTagged`.
+   */
+  sendUntagged(
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): UntaggedSend;
+  /** `sendUntagged` without a promise, as `sendTaggedWith`; returns the message's MSN. */
+  sendUntaggedWith(
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    sink: DdpSendSink,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): number;
 
   /** Lets the LLP's ULPDUs through when the stream was made with `startPaused` (else a no-op). */
   start(): void;

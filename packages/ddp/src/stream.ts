@@ -173,11 +173,6 @@ export class DdpStream implements DdpStreamApi {
     return Math.max(0, this.llp.mulpdu - (tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH));
   }
 
-  /**
-   * Send a tagged DDP Message (§5.1.1): segmented to MULPDU, TO advancing per segment, L=1 on the last.
-   * Messages go out whole and in call order. Resolves once the LLP holds no reference to `payload`;
-   * `onHanded` runs (synchronously, once) when the last segment has been handed to the LLP.
-   */
   sendTagged(
     stag: number,
     to: bigint,
@@ -192,11 +187,6 @@ export class DdpStream implements DdpStreamApi {
     });
   }
 
-  /**
-   * `sendTagged` without a promise: `sink.ddpSent` hears how the message ended (a ULP's send-queue entry
-   * can be its own sink, so nothing is allocated per message for the outcome). Throws at once, without
-   * calling the sink, when the message cannot be queued.
-   */
   sendTaggedWith(
     stag: number,
     to: bigint,
@@ -213,10 +203,6 @@ export class DdpStream implements DdpStreamApi {
     this.tx.enqueue(true, stag, to, 0, -1, rsvdUlp, payload, n, sink, signal, onHanded);
   }
 
-  /**
-   * Send an untagged DDP Message on queue `qn` (§5.1.2) with that queue's next MSN (from 1).
-   * Resolves with the MSN once the LLP holds no reference to `payload`; `onHanded` as for `sendTagged`.
-   */
   sendUntagged(
     qn: number,
     payload: readonly Uint8Array[],
@@ -234,7 +220,6 @@ export class DdpStream implements DdpStreamApi {
     return sent;
   }
 
-  /** `sendUntagged` without a promise, as `sendTaggedWith`; returns the message's MSN. */
   sendUntaggedWith(
     qn: number,
     payload: readonly Uint8Array[],
