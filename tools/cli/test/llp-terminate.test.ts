@@ -5,12 +5,11 @@
  */
 import { encodeTaggedHeader } from '@rddp/ddp';
 import { FpduWriter, mpaTcp } from '@rddp/llp-mpa-tcp';
-import type { RdmapStream } from '@rddp/rdmap';
+import { Access, Device } from '@rddp/verbs';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { rawConnect } from '../../../packages/llp-mpa-tcp/test/raw.js';
 import { startCapture, summarize, tsharkAvailable, unexpected } from '../../../packages/llp-mpa-tcp/test/wire.js';
-import { RdmaSession } from '../src/rping/session.js';
 
 function rdmaWrite(stag: number, to: bigint, n: number): Uint8Array {
   const seg = new Uint8Array(14 + n).fill(0x11);
@@ -32,22 +31,27 @@ async function crcErrorRun(capture: boolean) {
   await raw.waitFor(20);
   const conn = await accepted;
   await l.close();
-  const s = new RdmaSession(conn, { profile: 'ietf' });
+  // The server: a verbs queue pair on the accepted connection, with a region the raw peer writes into.
+  const device = new Device();
+  const pd = device.allocPd();
+  const cq = device.createCq();
+  const qp = pd.createQp({ sendCq: cq, recvCq: cq });
+  qp.connect(conn);
   const sink = new Uint8Array(64);
-  const region = s.register(sink, 8 /* RemoteWrite */);
+  const region = pd.registerMr(sink, Access.LocalWrite | Access.RemoteWrite);
   const w = new FpduWriter({ crc: true, markers: false });
   const good: Uint8Array[] = [];
-  w.frame([rdmaWrite(region.stag, region.addr, 8)], 22, good);
+  w.frame([rdmaWrite(region.stag, region.remote(0).to, 8)], 22, good);
   const bad: Uint8Array[] = [];
-  w.frame([rdmaWrite(region.stag, region.addr + 8n, 16)], 30, bad);
+  w.frame([rdmaWrite(region.stag, region.remote(8).to, 16)], 30, bad);
   const badBytes = Buffer.concat(bad);
   badBytes[badBytes.byteLength - 1] ^= 0x5a;
   raw.socket.write(Buffer.concat([...good.map((b) => Buffer.from(b)), badBytes]));
-  const term = await firstValueFrom(s.rdmap.terminate$);
+  const term = await firstValueFrom(qp.terminate$);
   const closed = await raw.closed;
   const rx = raw.received();
   const pcap = cap ? await cap.stop() : undefined;
-  return { term, closed, rx, region, sink, pcap, dispose: () => cap?.dispose(), rdmap: s.rdmap as RdmapStream };
+  return { term, closed, rx, region, sink, pcap, dispose: () => cap?.dispose(), qp };
 }
 
 describe('RFC 5040 Figure 9 Layer LLP: a Terminate for an MPA CRC error', () => {
@@ -66,7 +70,7 @@ describe('RFC 5040 Figure 9 Layer LLP: a Terminate for an MPA CRC error', () => 
       expect(fpdu.readUInt32BE(12)).toBe(1); // MSN 1
       expect(Buffer.from(fpdu.subarray(20, 24)).toString('hex')).toBe('20020000');
       expect(r.closed).toEqual({ reset: false, fin: true });
-      const ended = await firstValueFrom(r.rdmap.closed$);
+      const ended = await firstValueFrom(r.qp.closed$);
       expect(ended.state).toBe('error');
       expect(ended.error?.message).toMatch(/LLP receive error: MPA CRC mismatch/);
       expect(r.sink.subarray(0, 8).every((x) => x === 0x11)).toBe(true); // the good Write was placed

@@ -3,7 +3,8 @@
  * the atomics as Wireshark decodes them.
  */
 import type { LlpConnection } from '@rddp/llp';
-import { ACCESS_REMOTE_ATOMIC, AtomicOpcode, type AtomicOperation } from '@rddp/rdmap';
+import type { RdmapExtensions } from '@rddp/rdmap';
+import { Access } from '@rddp/verbs';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -15,10 +16,9 @@ import {
   tsharkAvailable,
   unexpected,
 } from '../../../packages/llp-mpa-tcp/test/wire.js';
-import { Access, RdmaSession } from '../src/rping/session.js';
-import { toolTransport } from '../src/transports.js';
+import { type ToolTransport, toolTransport } from '../src/index.js';
 
-async function pair(capture = false): Promise<[LlpConnection, LlpConnection, Capture | undefined]> {
+async function pair(capture = false): Promise<[LlpConnection, LlpConnection, Capture | undefined, ToolTransport]> {
   const tt = toolTransport({ transport: 'tcp', mpaRev: '2', crc: true });
   const l = await tt.transport.listen({ host: '127.0.0.1', port: 0 }, { params: tt.listenParams });
   const cap = capture ? await startCapture(l.address.port as number) : undefined;
@@ -26,44 +26,45 @@ async function pair(capture = false): Promise<[LlpConnection, LlpConnection, Cap
   const c = await tt.transport.connect(l.address, { params: tt.connectParams });
   const s = await accepted;
   await l.close();
-  return [c, s, cap];
+  return [c, s, cap, tt];
+}
+
+/** A queue pair on `connection` (a device of its own) through the tool transport's stack, with `extensions` enabled. */
+function queuePair(tt: ToolTransport, connection: LlpConnection, extensions?: RdmapExtensions) {
+  const pd = tt.stack.device().allocPd();
+  return { pd, qp: tt.stack.queuePair(pd, connection, {}, extensions ? { extensions } : {}) };
 }
 
 describe('RFC 7306 over MPA/TCP (rev 2, CRC)', () => {
-  it('Atomic Fetch-and-Add, Swap (sent as CmpSwap), Compare-and-Swap (hit and miss); Immediate Data and Immediate Data with SE', async () => {
-    const [c, s, cap] = await pair(tsharkAvailable());
+  it('Atomic Fetch-and-Add, Swap (sent as CmpSwap), Compare-and-Swap (hit and miss); RDMA Write with Immediate Data, with and without SE', async () => {
+    const [c, s, cap, tt] = await pair(tsharkAvailable());
     try {
       const ext = { atomics: true, immediate: true };
-      const client = new RdmaSession(c, { profile: 'ietf', extensions: ext });
-      const server = new RdmaSession(s, { profile: 'ietf', extensions: ext });
+      const client = queuePair(tt, c, ext);
+      const server = queuePair(tt, s, ext);
       const word = new Uint8Array(16);
-      const w = server.register(word, ACCESS_REMOTE_ATOMIC);
-      const at = (op: AtomicOperation['atomicOpcode'], extra: object) =>
-        client.post({
-          type: 'atomic',
-          atomicOpcode: op,
-          remoteStag: w.stag,
-          remoteTo: w.addr + 8n,
-          addOrSwapData: 0n,
-          ...extra,
-        });
-      expect((await at(AtomicOpcode.FetchAdd, { addOrSwapData: 40n })).atomicResult).toBe(0n);
-      expect((await at(AtomicOpcode.FetchAdd, { addOrSwapData: 2n })).atomicResult).toBe(40n);
-      expect((await at(AtomicOpcode.Swap, { addOrSwapData: 7n })).atomicResult).toBe(42n);
-      expect((await at(AtomicOpcode.CmpSwap, { compareData: 6n, addOrSwapData: 9n })).atomicResult).toBe(7n); // miss
-      expect((await at(AtomicOpcode.CmpSwap, { compareData: 7n, addOrSwapData: 9n })).atomicResult).toBe(7n); // hit
+      const w = server.pd.registerMr(word, Access.LocalWrite | Access.RemoteAtomic | Access.RemoteWrite);
+      const result = client.pd.registerMr(new Uint8Array(8), Access.LocalWrite).sge();
+      const target = w.remote(8);
+      expect((await client.qp.fetchAdd(result, target, 40n)).atomicResult).toBe(0n);
+      expect((await client.qp.fetchAdd(result, target, 2n)).atomicResult).toBe(40n);
+      expect((await client.qp.swap(result, target, 7n)).atomicResult).toBe(42n);
+      expect((await client.qp.cmpSwap(result, target, 6n, 9n)).atomicResult).toBe(7n); // miss
+      expect((await client.qp.cmpSwap(result, target, 7n, 9n)).atomicResult).toBe(7n); // hit
       expect(Buffer.from(word.subarray(8)).readBigUInt64BE()).toBe(9n);
       expect(word.subarray(0, 8).every((x) => x === 0)).toBe(true);
 
-      server.postReceive(new Uint8Array(16));
-      server.postReceive(new Uint8Array(16));
-      await client.post({ type: 'immediate', data: 0x0102_0304_0506_0708n });
-      await client.post({ type: 'immediate', data: 0xffff_ffff_ffff_fffen, solicited: true });
-      const r1 = await server.recv();
-      const r2 = await server.recv();
-      expect([r1.immediateData, r1.solicited]).toEqual([0x0102_0304_0506_0708n, false]);
-      expect([r2.immediateData, r2.solicited]).toEqual([0xffff_ffff_ffff_fffen, true]);
-      await client.close();
+      const rx = server.pd.registerMr(new Uint8Array(32), Access.LocalWrite);
+      const r1 = server.qp.recv(rx.sge(0, 16));
+      const r2 = server.qp.recv(rx.sge(16, 16));
+      const one = client.pd.registerMr(new Uint8Array([0xee]), 0).sge();
+      await client.qp.writeWithImm(one, w.remote(0), 0x0102_0304_0506_0708n);
+      await client.qp.writeWithImm(one, w.remote(1), 0xffff_ffff_ffff_fffen, { solicited: true });
+      const [wc1, wc2] = await Promise.all([r1, r2]);
+      expect([wc1.immData, wc1.solicited, wc1.byteLen]).toEqual([0x0102_0304_0506_0708n, false, 0]);
+      expect([wc2.immData, wc2.solicited, wc2.byteLen]).toEqual([0xffff_ffff_ffff_fffen, true, 0]);
+      expect([word[0], word[1]]).toEqual([0xee, 0xee]);
+      await client.qp.close();
       if (cap !== undefined) {
         const wire = await summarize(await cap.stop());
         if (process.env.RDDP_WIRE_DUMP) console.log(wire.text);
@@ -97,19 +98,13 @@ describe('RFC 7306 over MPA/TCP (rev 2, CRC)', () => {
   }, 60_000);
 
   it('RFC 7306 is opt-in: a peer that did not enable atomics answers one with a Terminate', async () => {
-    const [c, s] = await pair();
-    const client = new RdmaSession(c, { profile: 'ietf', extensions: { atomics: true } });
-    const server = new RdmaSession(s, { profile: 'ietf' });
-    const w = server.register(new Uint8Array(8), Access.RemoteWrite);
-    const done = client.post({
-      type: 'atomic',
-      atomicOpcode: AtomicOpcode.FetchAdd,
-      remoteStag: w.stag,
-      remoteTo: w.addr,
-      addOrSwapData: 1n,
-    });
+    const [c, s, , tt] = await pair();
+    const client = queuePair(tt, c, { atomics: true });
+    const server = queuePair(tt, s);
+    const w = server.pd.registerMr(new Uint8Array(8), Access.LocalWrite | Access.RemoteWrite);
+    const done = client.qp.fetchAdd(client.pd.registerMr(new Uint8Array(8), Access.LocalWrite).sge(), w.remote(), 1n);
     await expect(done).rejects.toBeInstanceOf(Error);
-    const t = await firstValueFrom(server.rdmap.terminate$);
+    const t = await firstValueFrom(server.qp.terminate$);
     expect(t.direction).toBe('sent');
   }, 30_000);
 });

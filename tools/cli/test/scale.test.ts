@@ -4,9 +4,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { LlpConnection } from '@rddp/llp';
+import { Access, type Mr } from '@rddp/verbs';
 import { describe, expect, it } from 'vitest';
-import { Access, RdmaSession } from '../src/rping/session.js';
-import { toolTransport } from '../src/transports.js';
+import { toolTransport } from '../src/index.js';
 
 /** 1 000, unless this process may not open 2 000 sockets (then as many as the file limit allows). */
 const N = (() => {
@@ -18,20 +18,19 @@ describe('scale', () => {
   it(`${N} concurrent MPA/TCP connections to one server each write, send and are verified`, async () => {
     const tt = toolTransport({ transport: 'tcp', mpaRev: '1', crc: true });
     const l = await tt.transport.listen({ host: '127.0.0.1', port: 0 }, { params: tt.listenParams });
-    const servers: {
-      session: RdmaSession;
-      buf: Uint8Array;
-      region: { stag: number; addr: bigint };
-      got: Promise<number>;
-    }[] = [];
+    // Each connection gets a queue pair on a device of its own, through the tool transport's stack.
+    const queuePair = (c: LlpConnection) => {
+      const pd = tt.stack.device().allocPd();
+      return { pd, qp: tt.stack.queuePair(pd, c) };
+    };
+    const servers: { connection: LlpConnection; buf: Uint8Array; region: Mr; got: Promise<number> }[] = [];
     const accepted = new Promise<void>((resolve) => {
       l.connections$.subscribe((c: LlpConnection) => {
-        const session = new RdmaSession(c, { profile: 'ietf' });
+        const { pd, qp } = queuePair(c);
         const buf = new Uint8Array(64);
-        const region = session.register(buf, Access.RemoteWrite);
-        session.postReceive(new Uint8Array(16));
-        const got = session.recv().then((r) => r.byteLength);
-        servers.push({ session, buf, region, got });
+        const region = pd.registerMr(buf, Access.LocalWrite | Access.RemoteWrite);
+        const got = qp.recv(pd.registerMr(new Uint8Array(16), Access.LocalWrite).sge()).then((wc) => wc.byteLen);
+        servers.push({ connection: c, buf, region, got });
         if (servers.length === N) resolve();
       });
     });
@@ -49,15 +48,15 @@ describe('scale', () => {
     expect(clients).toHaveLength(N);
     // Pair each client with its server by exchanging nothing: the i-th accepted is some client; each client
     // writes its index into the region advertised by the server it is connected to (found by local port).
-    const byPort = new Map(servers.map((s) => [s.session.connection.remoteAddress.port, s]));
-    const sessions = clients.map((c) => new RdmaSession(c, { profile: 'ietf' }));
+    const byPort = new Map(servers.map((s) => [s.connection.remoteAddress.port, s]));
     await Promise.all(
-      sessions.map(async (s, i) => {
-        const peer = byPort.get(clients[i]?.localAddress.port);
+      clients.map(async (c, i) => {
+        const peer = byPort.get(c.localAddress.port);
         if (!peer) throw new Error('no server side for a client');
-        const data = new TextEncoder().encode(`client ${i}`.padEnd(16, '.'));
-        await s.post({ type: 'write', sinkStag: peer.region.stag, sinkTo: peer.region.addr, payload: [data] });
-        await s.post({ type: 'send', payload: [data.subarray(0, 8)] });
+        const { pd, qp } = queuePair(c);
+        const data = pd.registerMr(new TextEncoder().encode(`client ${i}`.padEnd(16, '.')), 0);
+        await qp.write(data.sge(), peer.region.remote());
+        await qp.send(data.sge(0, 8));
       }),
     );
     const lengths = await Promise.all(servers.map((s) => s.got));

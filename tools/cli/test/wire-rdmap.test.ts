@@ -2,9 +2,9 @@
  * Wire check of RDMAP over DDP over MPA: rping (Send, RDMA Read Request/Response, RDMA Write), perf Sends
  * and a provoked Terminate, captured on lo and decoded by Wireshark's iWARP dissectors.
  */
-import { Access } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
-import { ACCESS_REMOTE_ATOMIC, AtomicOpcode } from '@rddp/rdmap';
+import type { RdmapExtensions } from '@rddp/rdmap';
+import { Access } from '@rddp/verbs';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -15,9 +15,7 @@ import {
   tsharkAvailable,
   unexpected,
 } from '../../../packages/llp-mpa-tcp/test/wire.js';
-import { rpingClient, rpingServe } from '../src/commands/rping.js';
-import { RdmaSession } from '../src/rping/session.js';
-import { type ToolTransport, toolTransport } from '../src/transports.js';
+import { rpingClient, rpingServe, type ToolTransport, toolTransport } from '../src/index.js';
 
 const available = tsharkAvailable();
 const quiet = { log: () => {}, debug: () => {} };
@@ -37,6 +35,12 @@ async function pairOn(
       return [c, s];
     },
   };
+}
+
+/** A queue pair on `connection` (a device of its own) through the tool transport's stack, with `extensions` enabled. */
+function queuePair(tt: ToolTransport, connection: LlpConnection, extensions?: RdmapExtensions) {
+  const pd = tt.stack.device().allocPd();
+  return { pd, qp: tt.stack.queuePair(pd, connection, {}, extensions ? { extensions } : {}) };
 }
 
 const modes: [string, Parameters<typeof toolTransport>[0], string[]][] = [
@@ -89,15 +93,14 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
     const cap = await startCapture(p.port);
     try {
       const [c, s] = await p.connect();
-      const client = new RdmaSession(c, { profile: 'ietf' });
-      const server = new RdmaSession(s, { profile: 'ietf' });
-      server.register(new Uint8Array(64), Access.RemoteWrite);
-      const closed = firstValueFrom(server.rdmap.closed$);
-      await client
-        .post({ type: 'write', sinkStag: 0x00ab_cd00, sinkTo: 0n, payload: [new Uint8Array(16)] })
-        .catch(() => {});
+      const client = queuePair(tt, c);
+      const server = queuePair(tt, s);
+      server.pd.registerMr(new Uint8Array(64), Access.LocalWrite | Access.RemoteWrite);
+      const closed = firstValueFrom(server.qp.closed$);
+      const data = client.pd.registerMr(new Uint8Array(16), 0);
+      await client.qp.write(data.sge(), { stag: 0x00ab_cd00, to: 0n }).catch(() => {});
       await closed;
-      await firstValueFrom(client.rdmap.closed$);
+      await firstValueFrom(client.qp.closed$);
       const w = await summarize(await cap.stop());
       expect(w.malformed).toBe(0);
       expect(unexpected(w.expert)).toEqual([]);
@@ -124,29 +127,17 @@ describe.runIf(available)('RDMAP wire check with tshark (RFC 5040 §4 as Wiresha
     const cap = await startCapture(p.port);
     try {
       const [c, s] = await p.connect();
-      const client = new RdmaSession(c, { profile: 'ietf', extensions: { atomics: true } });
-      const server = new RdmaSession(s, { profile: 'ietf', extensions: { atomics: true } });
+      const client = queuePair(tt, c, { atomics: true });
+      const server = queuePair(tt, s, { atomics: true });
       const word = new Uint8Array(8);
-      const w = server.register(word, ACCESS_REMOTE_ATOMIC | Access.RemoteRead);
-      const add = await client.post({
-        type: 'atomic',
-        atomicOpcode: AtomicOpcode.FetchAdd,
-        remoteStag: w.stag,
-        remoteTo: w.addr,
-        addOrSwapData: 5n,
-      });
-      const cas = await client.post({
-        type: 'atomic',
-        atomicOpcode: AtomicOpcode.CmpSwap,
-        remoteStag: w.stag,
-        remoteTo: w.addr,
-        compareData: 5n,
-        addOrSwapData: 0x1122334455667788n,
-      });
+      const w = server.pd.registerMr(word, Access.LocalWrite | Access.RemoteAtomic | Access.RemoteRead);
+      const result = client.pd.registerMr(new Uint8Array(8), Access.LocalWrite).sge();
+      const add = await client.qp.fetchAdd(result, w.remote(), 5n);
+      const cas = await client.qp.cmpSwap(result, w.remote(), 5n, 0x1122334455667788n);
       expect(add.atomicResult).toBe(0n);
       expect(cas.atomicResult).toBe(5n);
       expect(Buffer.from(word).toString('hex')).toBe('1122334455667788');
-      await client.close();
+      await client.qp.close();
       const wire = await summarize(await cap.stop());
       if (process.env.RDDP_WIRE_DUMP) console.log(wire.text);
       expect(wire.malformed).toBe(0);
