@@ -1,7 +1,7 @@
 /** The device (ibv_context): an STag table and counters, and the protection domains made on it. */
 import { StagTable } from '@rddp/ddp';
 import { CompletionQueue } from './cq.js';
-import { ProtectionDomain } from './pd.js';
+import { type PdDevice, ProtectionDomain } from './pd.js';
 
 export interface DeviceOptions {
   /** Most memory regions registered at once (default 2^20). */
@@ -14,7 +14,7 @@ export interface DeviceOptions {
  * One RDMA device: the STag table its memory regions live in (RFC 5041 §5.1.1) and the protection
  * domains, completion queues and queue pairs made on it. Two peers in one process use two devices.
  */
-export class Device {
+export class Device implements PdDevice {
   readonly stags: StagTable;
   private nextPd = 1;
   private nextQp = 1;

@@ -1,24 +1,6 @@
 /** A registered memory region (ibv_mr): caller-owned bytes with access rights, named by an STag (RFC 5040 §2.2). */
-import { type AccessFlags, Access as DdpAccess, type MemoryRegion, type StagTable } from '@rddp/ddp';
-import { ACCESS_REMOTE_ATOMIC } from '@rddp/rdmap';
-import { AccessError } from './errors.js';
-import type { ProtectionDomain } from './pd.js';
-
-/**
- * The rule of ibv_reg_mr: a region the peer may write into (Remote Write) or run atomics on (Remote
- * Atomic, RFC 7306) must be writable locally too (Local Write); without it ibv_reg_mr fails with EINVAL.
- */
-export function checkRegistrationAccess(access: AccessFlags): void {
-  if ((access & DdpAccess.LocalWrite) !== 0) return;
-  const remote = [
-    ...((access & DdpAccess.RemoteWrite) !== 0 ? ['Remote Write'] : []),
-    ...((access & ACCESS_REMOTE_ATOMIC) !== 0 ? ['Remote Atomic'] : []),
-  ];
-  if (remote.length > 0)
-    throw new AccessError(
-      `a memory region with ${remote.join(' and ')} access needs Local Write as well (add Access.LocalWrite; ibv_reg_mr refuses it with EINVAL)`,
-    );
-}
+import type { AccessFlags, MemoryRegion, StagTable } from '@rddp/ddp';
+import type { ProtectionDomainRef } from './domain.js';
 
 /** Where an RDMA Write lands or an RDMA Read reads from: the peer's STag and Tagged Offset (RFC 5040 §5.1, §5.2). */
 export interface RemoteBuffer {
@@ -41,7 +23,7 @@ export class Mr {
 
   /** @internal Created by `ProtectionDomain.registerMr`. */
   constructor(
-    readonly pd: ProtectionDomain,
+    readonly pd: ProtectionDomainRef,
     private readonly region: MemoryRegion,
     private readonly table: StagTable,
     private readonly onDeregister: (mr: Mr) => void,

@@ -1,19 +1,46 @@
 /** A protection domain (ibv_pd): the memory regions and queue pairs that may serve one another (RFC 5040 §8.1.1). */
-import type { AccessFlags } from '@rddp/ddp';
-import type { Device } from './device.js';
-import { InvalidWorkRequestError, ResourceBusyError } from './errors.js';
-import { checkRegistrationAccess, Mr } from './mr.js';
+import { type AccessFlags, Access as DdpAccess, type StagTable } from '@rddp/ddp';
+import { ACCESS_REMOTE_ATOMIC } from '@rddp/rdmap';
+import type { CompletionQueue } from './cq.js';
+import type { ProtectionDomainRef } from './domain.js';
+import { AccessError, InvalidWorkRequestError, ResourceBusyError } from './errors.js';
+import { Mr } from './mr.js';
 import { type QpInit, QueuePair } from './qp.js';
 
+/** The device a protection domain is made on; `Device` implements it (device.ts imports this file, not back). */
+export interface PdDevice {
+  readonly stags: StagTable;
+  allocPd(): ProtectionDomain;
+  createCq(): CompletionQueue;
+  /** @internal */
+  allocQpNum(): number;
+}
+
+/**
+ * The rule of ibv_reg_mr: a region the peer may write into (Remote Write) or run atomics on (Remote
+ * Atomic, RFC 7306) must be writable locally too (Local Write); without it ibv_reg_mr fails with EINVAL.
+ */
+function checkRegistrationAccess(access: AccessFlags): void {
+  if ((access & DdpAccess.LocalWrite) !== 0) return;
+  const remote = [
+    ...((access & DdpAccess.RemoteWrite) !== 0 ? ['Remote Write'] : []),
+    ...((access & ACCESS_REMOTE_ATOMIC) !== 0 ? ['Remote Atomic'] : []),
+  ];
+  if (remote.length > 0)
+    throw new AccessError(
+      `a memory region with ${remote.join(' and ')} access needs Local Write as well (add Access.LocalWrite; ibv_reg_mr refuses it with EINVAL)`,
+    );
+}
+
 /** A protection domain (ibv_pd). */
-export class ProtectionDomain {
+export class ProtectionDomain implements ProtectionDomainRef {
   private readonly mrs = new Set<Mr>();
   private readonly qps = new Set<QueuePair>();
   private deallocated = false;
 
   /** @internal Made by `Device.allocPd`. */
   constructor(
-    readonly device: Device,
+    readonly device: PdDevice,
     readonly id: number,
   ) {}
 

@@ -21,8 +21,8 @@ import {
 } from '@rddp/rdmap';
 import { BehaviorSubject, type Observable, ReplaySubject, switchMap } from 'rxjs';
 import type { CompletionQueue } from './cq.js';
+import type { ProtectionDomainRef } from './domain.js';
 import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionError } from './errors.js';
-import type { ProtectionDomain } from './pd.js';
 import { type Pending, PendingSends, RecvToken, type Settle } from './pending.js';
 import { QueuePairConveniences } from './qp-promises.js';
 import type { RecvWorkRequest, SendWorkRequest, WcStatus, WorkCompletion } from './types.js';
@@ -103,7 +103,7 @@ export class QueuePair extends QueuePairConveniences {
 
   /** @internal Made by `ProtectionDomain.createQp`. */
   constructor(
-    readonly pd: ProtectionDomain,
+    readonly pd: ProtectionDomainRef,
     readonly qpNum: number,
     init: QpInit,
     private readonly onDestroy: (qp: QueuePair) => void,
