@@ -11,8 +11,8 @@ import { encodeUntaggedHeader } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
 import { FpduWriter, mpaTcp } from '@rddp/llp-mpa-tcp';
 import { encodeReadRequest } from '@rddp/rdmap';
+import { Access, Device, type Mr, type QueuePair } from '@rddp/verbs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Access, RdmaSession } from '../src/rping/session.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -25,16 +25,21 @@ function heapUsed(): number {
 const IRD = 8;
 let port = 0;
 let closeServer: () => Promise<void>;
-const sessions: { session: RdmaSession; ro: { stag: number; addr: bigint } }[] = [];
+/** The server's end of each connection: a verbs queue pair (IRD 8) and a region the peer may read. */
+const servers: { qp: QueuePair; ro: Mr }[] = [];
 
 beforeAll(async () => {
   const t = mpaTcp({ params: { revision: 1, crc: true }, handshakeTimeoutMs: 2000, closeTimeoutMs: 1000 });
   const l = await t.listen({ host: '127.0.0.1', port: 0 }, { params: { revision: 1, crc: true } });
   port = l.address.port as number;
   l.connections$.subscribe((c: LlpConnection) => {
-    const session = new RdmaSession(c, { profile: 'ietf', ird: IRD });
-    const ro = session.register(new Uint8Array(64 * 1024).fill(0x33), Access.RemoteRead);
-    sessions.push({ session, ro });
+    const device = new Device();
+    const pd = device.allocPd();
+    const cq = device.createCq();
+    const qp = pd.createQp({ sendCq: cq, recvCq: cq, ird: IRD });
+    qp.connect(c);
+    const ro = pd.registerMr(new Uint8Array(64 * 1024).fill(0x33), Access.RemoteRead, { baseTo: 0x7f00_0000_0000n });
+    servers.push({ qp, ro });
   });
   closeServer = () => l.close();
 });
@@ -136,7 +141,7 @@ const ZERO_LENGTH_RESPONSE = 20;
 describe('hostile peers against the server heap', () => {
   it('RFC 5041 §5.3/§7.2: an MSN hole on QN 1 (MSN 1 never sent) pins one buffer, not every later one', async () => {
     const a = await attacker();
-    const { session } = sessions.at(-1)!;
+    const { qp } = servers.at(-1)!;
     // Warm-up, then measure: each batch stays within IRD, starts after MSN 1 and is answered in full.
     let msn = 2;
     const batches = async (n: number) => {
@@ -152,7 +157,7 @@ describe('hostile peers against the server heap', () => {
     const before = heapUsed();
     await batches(12_000); // 84 000 Read Requests: ~16 MB held before the window was bounded
     const grown = heapUsed() - before;
-    expect(session.rdmap.state).toBe('rts');
+    expect(qp.state).toBe('rts');
     expect(grown).toBeLessThan(4 * 1024 * 1024);
     a.socket.destroy();
     await a.closed;
@@ -160,7 +165,7 @@ describe('hostile peers against the server heap', () => {
 
   it('RFC 5040 §6.1: a requester that never reads gets at most IRD Responses queued, then "no buffer available"', async () => {
     const a = await attacker();
-    const { session, ro } = sessions.at(-1)!;
+    const { qp, ro } = servers.at(-1)!;
     a.socket.pause(); // never reads again: every Response stays in the server
     const before = heapUsed();
     let msn = 1;
@@ -169,21 +174,18 @@ describe('hostile peers against the server heap', () => {
     // Batches of IRD Requests, never more than IRD outstanding per batch: the requester pretends each batch
     // was answered, and (to keep batches apart) waits up to 50 ms for the server to post its IRD buffers
     // again. The socket buffers fill after a few hundred 64 KiB Responses.
-    const ddp = session.rdmap.ddp as typeof session.rdmap.ddp & { stats: { segmentsReceived: number } };
+    const rdmap = qp.rdmap!;
+    const ddp = rdmap.ddp as typeof rdmap.ddp & { stats: { segmentsReceived: number } };
     const seen = () => ddp.stats.segmentsReceived;
     const seen0 = seen();
-    while (session.rdmap.state === 'rts' && sent < LIMIT) {
+    while (qp.state === 'rts' && sent < LIMIT) {
       const frames: Buffer[] = [];
-      for (let i = 0; i < IRD; i++) frames.push(readRequestFpdu(msn++, 64 * 1024, ro.stag, ro.addr));
+      for (let i = 0; i < IRD; i++) frames.push(readRequestFpdu(msn++, 64 * 1024, ro.stag, ro.baseTo));
       a.socket.write(Buffer.concat(frames));
       sent += IRD;
       const t0 = Date.now();
       do await new Promise((r) => setImmediate(r));
-      while (
-        session.rdmap.state === 'rts' &&
-        (seen() - seen0 < sent || ddp.postedReceives(1) < IRD) &&
-        Date.now() - t0 < 50
-      );
+      while (qp.state === 'rts' && (seen() - seen0 < sent || ddp.postedReceives(1) < IRD) && Date.now() - t0 < 50);
     }
     const grown = heapUsed() - before;
     expect(sent).toBeLessThan(LIMIT);

@@ -7,21 +7,23 @@ import { encodeTaggedHeader, encodeUntaggedHeader } from '@rddp/ddp';
 import type { LlpConnection } from '@rddp/llp';
 import { FpduWriter, mpaTcp } from '@rddp/llp-mpa-tcp';
 import { encodeReadRequest } from '@rddp/rdmap';
+import { Access, type Mr, type ProtectionDomain, type QueuePair } from '@rddp/verbs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RawPeer, rawConnect } from '../../../packages/llp-mpa-tcp/test/raw.js';
-import { rpingClient, rpingServe } from '../src/commands/rping.js';
-import { Access, RdmaSession } from '../src/rping/session.js';
-import { toolTransport } from '../src/transports.js';
+import { rpingClient, rpingServe, toolTransport } from '../src/index.js';
 
 const quiet = { log: () => {}, debug: () => {} };
 const tt = toolTransport({ transport: 'tcp', mpaRev: '1', crc: true });
 
+/** A server connection the hostile peer attacks: a verbs queue pair on a device of its own. */
 interface Victim {
-  session: RdmaSession;
+  connection: LlpConnection;
+  pd: ProtectionDomain;
+  qp: QueuePair;
   rwBuffer: Uint8Array;
-  rw: { stag: number; addr: bigint };
-  ro: { stag: number; addr: bigint };
-  stale: { stag: number; addr: bigint };
+  rw: Mr;
+  ro: Mr;
+  stale: Mr;
 }
 
 let port = 0;
@@ -45,13 +47,17 @@ beforeAll(async () => {
       rpingServe(c, tt, { size: 64, verbose: false }, quiet).catch(() => {});
       return;
     }
-    const session = new RdmaSession(c, { profile: 'ietf', ird: 2 });
+    const pd = tt.stack.device().allocPd();
+    const qp = tt.stack.queuePair(pd, c, { ird: 2, maxSendWr: 512 });
     const rwBuffer = new Uint8Array(256);
-    const rw = session.register(rwBuffer, Access.RemoteWrite);
-    const ro = session.register(new Uint8Array(256), Access.RemoteRead);
-    const stale = session.register(new Uint8Array(256), Access.RemoteWrite);
-    session.stags.invalidate(stale.stag);
-    victims.push({ session, rwBuffer, rw, ro, stale });
+    // Address-based regions, as rping advertises them (virtual addresses as Tagged Offsets).
+    const rw = pd.registerMr(rwBuffer, Access.LocalWrite | Access.RemoteWrite, { baseTo: 0x7f00_0000_0000n });
+    const ro = pd.registerMr(new Uint8Array(256), Access.RemoteRead, { baseTo: 0x7f00_0000_1000n });
+    const stale = pd.registerMr(new Uint8Array(256), Access.LocalWrite | Access.RemoteWrite, {
+      baseTo: 0x7f00_0000_2000n,
+    });
+    stale.invalidate();
+    victims.push({ connection: c, pd, qp, rwBuffer, rw, ro, stale });
   });
   closeServer = () => l.close();
   // The honest client pings without end (rping -C 0) until the suite ends; each ping read by the server counts.
@@ -163,7 +169,7 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
     const w = writer();
     const frames: Buffer[] = [];
     for (let msn = 1; msn <= 50; msn++) {
-      const rr = encodeReadRequest({ sinkStag: 0x100, sinkTo: 0n, size: 64, srcStag: v.ro.stag, srcTo: v.ro.addr });
+      const rr = encodeReadRequest({ sinkStag: 0x100, sinkTo: 0n, size: 64, srcStag: v.ro.stag, srcTo: v.ro.baseTo });
       frames.push(fpdu(w, untagged(1, 1, msn, rr)));
     }
     raw.socket.write(Buffer.concat(frames));
@@ -185,7 +191,7 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
       sinkTo: (1n << 64n) - 16n,
       size: 64,
       srcStag: v.ro.stag,
-      srcTo: v.ro.addr,
+      srcTo: v.ro.baseTo,
     });
     raw.socket.write(fpdu(writer(), untagged(1, 1, 1, rr)));
     const closed = await raw.closed;
@@ -210,7 +216,7 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
   it('RFC 5041 §7.2: a Write to an invalidated STag gets "Invalid STag"', async () => {
     const raw = await handshake();
     const v = victims.at(-1) as Victim;
-    raw.socket.write(fpdu(writer(), tagged(v.stale.stag, v.stale.addr, 8)));
+    raw.socket.write(fpdu(writer(), tagged(v.stale.stag, v.stale.baseTo, 8)));
     await raw.closed;
     expect(terminateOf(raw.received())).toEqual({ layer: 1, type: 1, code: 0x00 });
     await honestProgresses();
@@ -221,7 +227,7 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
     const mine = victims.at(-1) as Victim;
     const other = victims.at(-2) as Victim;
     expect(other).toBeDefined();
-    raw.socket.write(fpdu(writer(), tagged(other.rw.stag, other.rw.addr, 8)));
+    raw.socket.write(fpdu(writer(), tagged(other.rw.stag, other.rw.baseTo, 8)));
     await raw.closed;
     const t = terminateOf(raw.received());
     // Each connection has its own STag table and PD: the foreign STag names nothing the peer may write
@@ -236,7 +242,7 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
   it('RFC 5040 §7.2: a Write to a remote-read-only STag gets Remote Protection "Access rights violation", nothing placed', async () => {
     const raw = await handshake();
     const v = victims.at(-1) as Victim;
-    raw.socket.write(fpdu(writer(), tagged(v.ro.stag, v.ro.addr, 8)));
+    raw.socket.write(fpdu(writer(), tagged(v.ro.stag, v.ro.baseTo, 8)));
     await raw.closed;
     expect(terminateOf(raw.received())).toEqual({ layer: 0, type: 1, code: 0x02 });
     await honestProgresses();
@@ -245,7 +251,7 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
   it('RFC 5041 §7.2: an MSN jump gets "no buffer available" (beyond the window)', async () => {
     const raw = await handshake();
     const v = victims.at(-1) as Victim;
-    v.session.postReceive(new Uint8Array(64));
+    v.qp.postRecv({ sgList: [v.pd.registerMr(new Uint8Array(64), Access.LocalWrite).sge()] });
     raw.socket.write(fpdu(writer(), untagged(3, 0, 1000, new Uint8Array(8))));
     await raw.closed;
     expect(terminateOf(raw.received())).toEqual({ layer: 1, type: 2, code: 0x02 });
@@ -255,13 +261,13 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
   it('an abrupt RST in the middle of an FPDU ends that connection only', async () => {
     const raw = await handshake();
     const v = victims.at(-1) as Victim;
-    const f = fpdu(writer(), tagged(v.rw.stag, v.rw.addr, 200));
+    const f = fpdu(writer(), tagged(v.rw.stag, v.rw.baseTo, 200));
     raw.socket.write(f.subarray(0, 100));
     await new Promise((r) => setTimeout(r, 50));
     raw.socket.resetAndDestroy();
     await raw.closed;
     await new Promise((r) => setTimeout(r, 100));
-    expect(v.session.rdmap.state).toMatch(/error|closed/);
+    expect(v.qp.state).toMatch(/error|closed/);
     await honestProgresses();
   }, 30_000);
 
@@ -269,10 +275,10 @@ describe('hostile peers; an honest rping connection keeps working throughout', (
     const raw = await handshake();
     raw.socket.pause(); // never read
     const v = victims.at(-1) as Victim;
-    const mpa = v.session.connection as unknown as { stream: { queuedOctets: number } };
-    const payload = new Uint8Array(64 * 1024);
+    const mpa = v.connection as unknown as { stream: { queuedOctets: number } };
+    const payload = v.pd.registerMr(new Uint8Array(64 * 1024), 0).sge();
     const posted = Array.from({ length: 400 }, () =>
-      v.session.post({ type: 'write', sinkStag: 0x100, sinkTo: 0n, payload: [payload] }).then(
+      v.qp.write(payload, { stag: 0x100, to: 0n }).then(
         () => 'done',
         () => 'flushed',
       ),
