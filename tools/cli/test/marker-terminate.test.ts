@@ -12,9 +12,9 @@ import { crc32cRange, FpduWriter, MARKER_INTERVAL, MPA_FLAG_M, padLength, readCr
 import { describe, expect, it } from 'vitest';
 import { type RawPeer, rawConnect } from '../../../packages/llp-mpa-tcp/test/raw.js';
 import { startCapture, summarize, tsharkAvailable, unexpected } from '../../../packages/llp-mpa-tcp/test/wire.js';
-import { encodeInfo } from '../src/rping/protocol.js';
 import { endsWithin, freePort, startedProcesses, stderrMatches } from './procs.js';
 import { closedWithin } from './raw-rdmap.js';
+import { rpingInfo } from './rping-wire.js';
 
 const procs = startedProcesses();
 
@@ -35,7 +35,7 @@ function send(msn: number, payload: Uint8Array): Uint8Array {
 function badMarkerStream(ptr: number): Buffer {
   const w = new FpduWriter({ crc: true, markers: true });
   const first: Uint8Array[] = [];
-  const adv = send(1, encodeInfo({ addr: 0x1000n, rkey: 0x1234, size: 64 }));
+  const adv = send(1, rpingInfo(0x1000n, 0x1234, 64));
   w.frame([adv], adv.byteLength, first);
   const second: Uint8Array[] = [];
   const big = send(2, new Uint8Array(600).fill(0x5a));
@@ -147,7 +147,7 @@ describe('RFC 5044 §8 code 3: a Terminate for a bad MPA Marker (rping -s -P --m
     // valid, so the Responder may send none, not even the Terminate; it resets the connection.
     const w = new FpduWriter({ crc: true, markers: true });
     const parts: Uint8Array[] = [];
-    const adv = send(1, encodeInfo({ addr: 0x1000n, rkey: 0x1234, size: 64 }));
+    const adv = send(1, rpingInfo(0x1000n, 0x1234, 64));
     w.frame([adv], adv.byteLength, parts);
     const b = Buffer.concat(parts.map((p) => Buffer.from(p)));
     b.writeUInt16BE(4, 2);

@@ -10,15 +10,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
-import { Access } from '@rddp/ddp';
+import { Access } from '@rddp/verbs';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RawPeer, wrap } from '../../../packages/llp-mpa-tcp/test/raw.js';
-import { encodeInfo, fillPing } from '../src/rping/protocol.js';
-import { RdmaSession } from '../src/rping/session.js';
-import { toolTransport } from '../src/transports.js';
+import { toolTransport } from '../src/index.js';
 import { endsWithin, freePort, RDDP, startedProcesses } from './procs.js';
 import { closedWithin, sendFpdu, ulpdus } from './raw-rdmap.js';
+import { rpingInfo, rpingPing } from './rping-wire.js';
 
 const MiB = 1024 * 1024;
 
@@ -73,7 +72,7 @@ async function rawPeerFrom(port: number, from: string): Promise<RawPeer> {
 /** A peer from `from` that advertises `size` octets and never answers the server's RDMA Read Request. */
 async function stalledReader(port: number, from: string, size: number): Promise<RawPeer> {
   const raw = await rawPeerFrom(port, from);
-  raw.socket.write(sendFpdu(1, encodeInfo({ addr: 0x7f00_0000_0000n, rkey: 0x100, size })));
+  raw.socket.write(sendFpdu(1, rpingInfo(0x7f00_0000_0000n, 0x100, size)));
   return raw;
 }
 
@@ -263,15 +262,15 @@ describe('rping -s -P: a client that stops mid-ping', () => {
       { params: tt.connectParams, signal: AbortSignal.timeout(10_000) },
     );
     cleanups.push(() => conn.abort());
-    const session = new RdmaSession(conn, { profile: tt.profileOf(conn), rdmapFactory: tt.rdmapFactory });
-    const terminated = firstValueFrom(session.rdmap.terminate$);
+    // A verbs queue pair through the tool transport's stack (its profile and factories).
+    const pd = tt.stack.device().allocPd();
+    const qp = tt.stack.queuePair(pd, conn);
+    const terminated = firstValueFrom(qp.terminate$);
     const closed = firstValueFrom(conn.closed$);
-    const buf = new Uint8Array(64);
-    fillPing(buf, 0, 65);
-    const src = session.register(buf, Access.RemoteRead);
-    session.postReceive(new Uint8Array(16));
-    await session.post({ type: 'send', payload: [encodeInfo({ addr: src.addr, rkey: src.stag, size: 64 })] });
-    await session.recv(); // the go-ahead: the server has read the buffer
+    const src = pd.registerMr(rpingPing(0, 64), Access.RemoteRead, { baseTo: 0x7f00_0000_0000n });
+    const goAhead = qp.recv(pd.registerMr(new Uint8Array(16), Access.LocalWrite).sge());
+    await qp.send(pd.registerMr(rpingInfo(src.baseTo, src.stag, 64), 0).sge());
+    await goAhead; // the server has read the buffer
     const t0 = Date.now();
     const term = await terminated;
     await closed;

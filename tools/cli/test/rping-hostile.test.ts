@@ -5,9 +5,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { encodeInfo } from '../src/rping/protocol.js';
 import { freePort, run } from './procs.js';
 import { closedWithin, rawMpaPeer, sendFpdu, ulpdus } from './raw-rdmap.js';
+import { rpingInfo } from './rping-wire.js';
 
 async function waitForListening(server: ChildProcess): Promise<void> {
   await new Promise<void>((resolve, reject) => {
@@ -59,7 +59,7 @@ describe('rping -s: a bad buffer advertisement gets a Terminate, the close, and 
   }
 
   it('an advertisement of 2 GiB - 1 octets (over the 64 MiB this server follows): Terminate, exit 1', async () => {
-    const r = await advertise(encodeInfo({ addr: 0x7f00_0000_0000n, rkey: 0x100, size: 0x7fff_ffff }));
+    const r = await advertise(rpingInfo(0x7f00_0000_0000n, 0x100, 0x7fff_ffff));
     expect(r.frames.some((f) => f.opcode === 0x7)).toBe(true);
     expect(r.frames.some((f) => f.opcode === 0x1)).toBe(false); // no RDMA Read Request for it
     expect(r.code).toBe(1);

@@ -9,9 +9,9 @@ import { encodeTaggedHeader } from '@rddp/ddp';
 import { FpduWriter } from '@rddp/llp-mpa-tcp';
 import { describe, expect, it } from 'vitest';
 import { type RawPeer, rawServer } from '../../../packages/llp-mpa-tcp/test/raw.js';
-import { encodeInfo } from '../src/rping/protocol.js';
 import { endsWithin, freePort, startedProcesses, stderrMatches } from './procs.js';
 import { closedWithin, type RxUlpdu, rawMpaPeer, sendFpdu, ulpdus } from './raw-rdmap.js';
+import { rpingInfo } from './rping-wire.js';
 
 const procs = startedProcesses();
 
@@ -55,7 +55,7 @@ async function longReadResponse(extra: string[]) {
   const server = procs.run(['rping', '-s', '-d', '-a', '127.0.0.1', '-p', String(port), ...extra]);
   await stderrMatches(server.child, /listening on/);
   const raw = await rawMpaPeer(port);
-  raw.socket.write(sendFpdu(1, encodeInfo({ addr: 0x1000n, rkey: 0x1234, size: READ_PAYLOAD })));
+  raw.socket.write(sendFpdu(1, rpingInfo(0x1000n, 0x1234, READ_PAYLOAD)));
   const rr = await nextUlpdu(raw, (u) => u.opcode === 0x1); // RDMA Read Request (RFC 5040 §4.4)
   const sinkStag = rr.payload.readUInt32BE(0);
   const sinkTo = rr.payload.readBigUInt64BE(4);

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { decodeInfo, encodeInfo, fillPing } from '../src/rping/protocol.js';
 import { freePort, run } from './procs.js';
+import { rpingInfo, rpingPing } from './rping-wire.js';
 
 async function waitForListening(server: ChildProcess): Promise<void> {
   await new Promise<void>((resolve, reject) => {
@@ -29,6 +30,20 @@ describe("rping's application protocol (librdmacm examples/rping.c)", () => {
     expect(b[79]).toBe(0);
     expect(next).toBe(121);
     expect(fillPing(new Uint8Array(30), 0, 122)).toBe(65);
+  });
+
+  it("the tests' hand-written messages (rping-wire.ts, what raw peers send) are the same octets", () => {
+    for (const [addr, rkey, size] of [
+      [0x7f00_1234_5000n, 0x102, 4096],
+      [0n, 0, 0],
+      [(1n << 64n) - 1n, 0xffff_ffff, 0x7fff_ffff],
+    ] as const)
+      expect(Buffer.from(rpingInfo(addr, rkey, size))).toEqual(Buffer.from(encodeInfo({ addr, rkey, size })));
+    for (const size of [1, 13, 64, 200]) {
+      const b = new Uint8Array(size);
+      fillPing(b, 3, 65);
+      expect(rpingPing(3, size)).toEqual(b);
+    }
   });
 });
 
