@@ -2,11 +2,12 @@
  * `--faults`: the loopback LLP's fault injection (`LoopbackFaults`) reaching `perf --loopback
  * --transport loopback`; faults DDP cannot run on (RFC 5041 §3: reliable, ordered) are refused up front.
  */
-import { Command } from 'commander';
+import type { LlpConnection } from '@rddp/llp';
+import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { type PerfOptions, perfLoopback } from '../src/commands/perf.js';
-import { faultsOption, parseFaults } from '../src/faults.js';
-import { toolTransport } from '../src/transports.js';
+import { buildProgram, perfLoopback, toolTransport } from '../src/index.js';
+
+type PerfOptions = Parameters<typeof perfLoopback>[1];
 
 const base = { port: '0', size: '4096', iters: '40', txDepth: '16', verify: true, transport: 'loopback' } as const;
 const withFaults = (faults: string): PerfOptions => ({ ...base, faults }) as PerfOptions;
@@ -44,27 +45,44 @@ describe('rddp perf --transport loopback --faults', () => {
       ['delay=1.5', /expected delay=<integer>/],
       ['seed=4', /seed applies to chunk/],
     ] as const) {
-      expect(() => parseFaults(list), list).toThrow(message);
+      expect(() => toolTransport({ transport: 'loopback', faults: list }), list).toThrow(message);
       expect(() => toolTransport({ transport: 'loopback', faults: list }), list).toThrow(/^--faults: /);
     }
     expect(() => toolTransport({ transport: 'tcp', faults: 'delay=1' })).toThrow(/--transport loopback only/);
-    expect(parseFaults('chunk=7,delay=2,abort-after=5,seed=9')).toEqual({
-      chunking: { maxChunk: 7, seed: 9 },
-      delayMs: 2,
-      abortAfterUlpdus: 5,
-    });
   });
 
-  it('the option: a bad list is a usage error when the command line is parsed', () => {
+  it('a list of several faults takes effect together: chunks of at most 7 (the same cuts for the same seed), delayed, aborted after 5 ULPDUs', async () => {
+    const run = async () => {
+      const tt = toolTransport({ transport: 'loopback', faults: 'chunk=7,delay=2,abort-after=5,seed=9' });
+      const [client, server] = await tt.stack.pair({ host: 'faults-list', port: 0 });
+      const delivered: number[][] = [];
+      server.streams[0]?.setReceiver((u) => delivered.push(u.chunks.map((c) => c.byteLength)));
+      const ended = Promise.all([client, server].map((c: LlpConnection) => firstValueFrom(c.closed$)));
+      for (let i = 0; i < 8; i++) client.streams[0]?.send([new Uint8Array(100)]);
+      await new Promise((r) => setImmediate(r));
+      const beforeDelay = delivered.length; // without the delay, the first turn would have delivered them
+      const events = await ended;
+      return { delivered, beforeDelay, events };
+    };
+    const first = await run();
+    expect(first.beforeDelay).toBe(0);
+    expect(first.delivered).toHaveLength(5);
+    for (const lengths of first.delivered) {
+      expect(Math.max(...lengths)).toBeLessThanOrEqual(7);
+      expect(lengths.reduce((a, b) => a + b, 0)).toBe(100);
+    }
+    expect(first.events.every((e) => !e.graceful)).toBe(true);
+    expect((await run()).delivered).toEqual(first.delivered);
+  });
+
+  it('the option of `rddp perf`: a bad list is a usage error when the command line is parsed', () => {
+    const perf = buildProgram().commands.find((c) => c.name() === 'perf');
+    if (perf === undefined) throw new Error('rddp has no perf command');
     const errors: string[] = [];
-    const cmd = new Command('perf')
-      .exitOverride()
-      .configureOutput({ writeErr: (s) => errors.push(s) })
-      .addOption(faultsOption())
-      .action(() => {});
-    expect(() => cmd.parse(['--faults', 'drop=0.1'], { from: 'user' })).toThrow();
+    perf.exitOverride().configureOutput({ writeErr: (s) => errors.push(s) });
+    expect(() => perf.parseOptions(['--faults', 'drop=0.1'])).toThrow();
     expect(errors.join('')).toContain("option '--faults <list>' argument 'drop=0.1' is invalid");
-    cmd.parse(['--faults', 'chunk=3'], { from: 'user' });
-    expect(cmd.opts().faults).toBe('chunk=3');
+    perf.parseOptions(['--faults', 'chunk=3']);
+    expect(perf.opts().faults).toBe('chunk=3');
   });
 });
