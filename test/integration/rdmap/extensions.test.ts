@@ -27,7 +27,6 @@ import {
   type ReceiveCompletion,
   type SendCompletion,
 } from '@rddp/rdmap';
-import { applyAtomic, maskedAdd } from '@rddp/rdmap/testing';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -170,54 +169,70 @@ describe('RFC 7306 §5 headers, as byte vectors', () => {
   });
 });
 
-describe('RFC 7306 atomic operations: what each does to the 64-bit word', () => {
-  const req = (atomicOpcode: number, o: Partial<Parameters<typeof applyAtomic>[0]>) => ({
-    atomicOpcode,
-    requestId: 0,
-    remoteStag: 0,
-    remoteTo: 0n,
-    addOrSwapData: 0n,
-    addOrSwapMask: 0n,
-    compareData: 0n,
-    compareMask: 0n,
-    ...o,
+describe('RFC 7306 atomic operations: what each does to the 64-bit word (a raw requester against the responder)', () => {
+  /**
+   * Runs one Atomic Request, written out by hand, against a responder's word holding `before`: the word
+   * after it, and the Original Remote Data Value of the Atomic Response (undefined when none came back).
+   */
+  async function atomicOn(
+    before: bigint,
+    o: { op: number; data?: bigint; mask?: bigint; cmp?: bigint; cmpMask?: bigint },
+  ): Promise<{ after: bigint; original: bigint | undefined; received: string[] }> {
+    const peer = await rawPeer('ietf', { extensions: EXT });
+    const target = peer.rdmap.stags.register({ pdId: 1, buffer: new Uint8Array(8), access: ACCESS_REMOTE_ATOMIC });
+    setWord(target.buffer, 0, before);
+    peer.send(atomicRequestSegment(1, { id: 9, stag: target.stag, to: 0n, ...o }));
+    await until(() => peer.received.length > 0, 'the answer');
+    const answer = peer.received[0] as string;
+    // An Atomic Response (RDMAP OpCode 1011b): the 8 octets after the 18-octet DDP header and the 4-octet id.
+    const original =
+      (parseInt(answer.slice(2, 4), 16) & 0x0f) === 0xb ? BigInt(`0x${answer.slice(44, 60)}`) : undefined;
+    return { after: word(target.buffer, 0), original, received: peer.received };
+  }
+
+  it('RFC 7306 FetchAdd: a plain 64-bit add (zero Add Mask) wraps modulo 2^64', async () => {
+    expect(await atomicOn(10n, { op: 0, data: 5n })).toMatchObject({ after: 15n, original: 10n });
+    expect(await atomicOn(ALL_ONES, { op: 0, data: 2n })).toMatchObject({ after: 1n, original: ALL_ONES });
   });
 
-  it('RFC 7306 FetchAdd: a plain 64-bit add (zero Add Mask) wraps modulo 2^64', () => {
-    expect(applyAtomic(req(0, { addOrSwapData: 5n }), 10n)).toBe(15n);
-    expect(applyAtomic(req(0, { addOrSwapData: 2n }), ALL_ONES)).toBe(1n);
-  });
-
-  it('RFC 7306 FetchAdd with an Add Mask: fields end at the mask bits and carries do not cross them', () => {
+  it('RFC 7306 FetchAdd with an Add Mask: fields end at the mask bits and carries do not cross them', async () => {
     // Two 32-bit fields: bit 31 ends the low field. 0xffffffff + 1 wraps within the low field only.
-    expect(maskedAdd(0x00000001_ffffffffn, 1n, 0x80000000_80000000n)).toBe(0x00000001_00000000n);
+    expect((await atomicOn(0x00000001_ffffffffn, { op: 0, data: 1n, mask: 0x80000000_80000000n })).after).toBe(
+      0x00000001_00000000n,
+    );
     // Eight 8-bit counters, each incremented.
-    expect(maskedAdd(0x00ff_0102_0304_05ffn, 0x0101_0101_0101_0101n, 0x8080_8080_8080_8080n)).toBe(
-      0x0100_0203_0405_0600n,
-    );
+    expect(
+      (await atomicOn(0x00ff_0102_0304_05ffn, { op: 0, data: 0x0101_0101_0101_0101n, mask: 0x8080_8080_8080_8080n }))
+        .after,
+    ).toBe(0x0100_0203_0405_0600n);
     // A mask bit below the carry makes no difference; the top bit's carry is dropped either way.
-    expect(maskedAdd(0x7fn, 1n, 1n << 63n)).toBe(0x80n);
+    expect((await atomicOn(0x7fn, { op: 0, data: 1n, mask: 1n << 63n })).after).toBe(0x80n);
   });
 
-  it('RFC 7306 IANA subcodes: 0001b is Reserved and 0011b–1111b unassigned, so no operation runs for them', () => {
-    for (const op of [1, 3, 15])
-      expect(() => applyAtomic(req(op, { addOrSwapMask: ALL_ONES }), 5n)).toThrow(RangeError);
+  it('RFC 7306 IANA subcodes: 0001b is Reserved and 0011b–1111b unassigned, so no operation runs for them (a Terminate, no Atomic Response)', async () => {
+    for (const op of [1, 3, 15]) {
+      const r = await atomicOn(5n, { op, data: 9n, mask: ALL_ONES });
+      expect(r.after, `op ${op}`).toBe(5n);
+      expect(r.original, `op ${op}`).toBeUndefined();
+      expect(parseInt(r.received[0]?.slice(2, 4) ?? '', 16), `op ${op}: a Terminate`).toBe(ctrl(rv, Op.Terminate));
+    }
   });
 
-  it('RFC 7306 CmpSwap with Compare Mask 0 always swaps: the bits of the Swap Mask take the Swap Data', () => {
-    expect(applyAtomic(req(2, { addOrSwapData: 0x1111n, addOrSwapMask: ALL_ONES }), 0xffffn)).toBe(0x1111n);
-    expect(applyAtomic(req(2, { addOrSwapData: 0xabcdn, addOrSwapMask: 0xff00n, compareData: 9n }), 0x1234n)).toBe(
-      0xab34n,
-    );
+  it('RFC 7306 CmpSwap with Compare Mask 0 always swaps: the bits of the Swap Mask take the Swap Data', async () => {
+    expect((await atomicOn(0xffffn, { op: 2, data: 0x1111n, mask: ALL_ONES })).after).toBe(0x1111n);
+    expect((await atomicOn(0x1234n, { op: 2, data: 0xabcdn, mask: 0xff00n, cmp: 9n })).after).toBe(0xab34n);
   });
 
-  it('RFC 7306 CmpSwap: swaps (under the Swap Mask) only if the word equals Compare Data under the Compare Mask', () => {
-    const cas = (cmp: bigint, cmpMask: bigint, swap: bigint, swapMask: bigint, w: bigint) =>
-      applyAtomic(req(2, { compareData: cmp, compareMask: cmpMask, addOrSwapData: swap, addOrSwapMask: swapMask }), w);
-    expect(cas(7n, ALL_ONES, 9n, ALL_ONES, 7n)).toBe(9n);
-    expect(cas(7n, ALL_ONES, 9n, ALL_ONES, 8n)).toBe(8n);
-    expect(cas(0x10n, 0xf0n, 0x9n, 0x0fn, 0x13n)).toBe(0x19n); // high nibble compared, low nibble swapped
-    expect(cas(0x20n, 0xf0n, 0x9n, 0x0fn, 0x13n)).toBe(0x13n);
+  it('RFC 7306 CmpSwap: swaps (under the Swap Mask) only if the word equals Compare Data under the Compare Mask', async () => {
+    const cas = async (cmp: bigint, cmpMask: bigint, swap: bigint, swapMask: bigint, w: bigint) => {
+      const r = await atomicOn(w, { op: 2, cmp, cmpMask, data: swap, mask: swapMask });
+      expect(r.original).toBe(w); // the Atomic Response carries the word as it was, hit or miss
+      return r.after;
+    };
+    expect(await cas(7n, ALL_ONES, 9n, ALL_ONES, 7n)).toBe(9n);
+    expect(await cas(7n, ALL_ONES, 9n, ALL_ONES, 8n)).toBe(8n);
+    expect(await cas(0x10n, 0xf0n, 0x9n, 0x0fn, 0x13n)).toBe(0x19n); // high nibble compared, low nibble swapped
+    expect(await cas(0x20n, 0xf0n, 0x9n, 0x0fn, 0x13n)).toBe(0x13n);
   });
 });
 
