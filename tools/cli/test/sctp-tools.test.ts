@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { perfLoopback } from '../src/commands/perf.js';
-import { runExperiment } from '../src/commands/sctp-experiment.js';
+import { perfLoopback } from '../src/index.js';
+import { endsWithin, startedProcesses } from './procs.js';
+
+const { run } = startedProcesses();
 
 const base = { port: '0', size: '4096', iters: '10', txDepth: '8', verify: true, transport: 'sctp' } as const;
 
@@ -19,8 +21,24 @@ describe('multi-stream SCTP from the tools (RFC 5043: one DDP Stream per SCTP st
       expect((await perfLoopback(test, { ...base, streams: '2' }, () => {}))[0]?.verified).toBe(true);
   }, 120_000);
 
-  it('sctp-experiment: aggregate and per-stream bandwidth, and ping latency on stream 0 under load', async () => {
-    const rows = await runExperiment([1, 3], { size: 4096, iters: 20, pings: 10 }, () => {});
+  it('rddp sctp-experiment: aggregate and per-stream bandwidth, and ping latency on stream 0 under load', async () => {
+    const args = ['--streams', '1,3', '--size', '4096', '--iters', '20', '--pings', '10', '--json'];
+    const r = await endsWithin(run(['sctp-experiment', ...args]), 120_000);
+    expect(r.code, r.err).toBe(0);
+    const rows = r.out
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            streams: number;
+            verified: boolean;
+            aggregateMBps: number;
+            perStreamMinMBps: number;
+            perStreamMaxMBps: number;
+            pingP50us: number;
+          },
+      );
     expect(rows.map((r) => r.streams)).toEqual([1, 3]);
     for (const r of rows) {
       expect(r.verified).toBe(true);
