@@ -7,7 +7,7 @@
 //   - ends in `/testing` or `/testing.js` (e.g. `@rddp/llp/testing`).
 // Prints `N/M (P %)` and the internal files with the offending specifiers; exits 1 above the limit.
 //
-// Usage: node tools/check-test-surface.mjs [--max <percent>] [--quiet]
+// Usage: node tools/check-test-surface.mjs [--max <percent>] [--quiet]  (--quiet: the list only when above the limit)
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -76,7 +76,7 @@ const n = internal.length;
 const m = files.length;
 const percent = m === 0 ? 0 : (100 * n) / m;
 console.log(`${n}/${m} (${percent.toFixed(1)} %) test files import package internals (limit ${maxPercent} %)`);
-if (!quiet) {
+if (!quiet || percent > maxPercent) {
   for (const { file, specifiers } of internal) console.log(`  ${file}: ${specifiers.join(', ')}`);
 }
 if (percent > maxPercent) {
