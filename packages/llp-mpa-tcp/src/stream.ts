@@ -18,6 +18,16 @@ import {
 import { type Observable, Subject } from 'rxjs';
 import { type MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError } from './errors.js';
 import { FpduReader, FpduWriter, type MarkerFraming } from './fpdu.js';
+import {
+  holdsSends,
+  type LifeEvent,
+  type LifeState,
+  nextState,
+  peerFinSeen,
+  runsTimer,
+  transition,
+  ulpClosed,
+} from './lifecycle.js';
 import { mulpduForEmss } from './markers.js';
 import type { MpaNegotiated, RtrType } from './negotiation.js';
 import { DEFAULT_HIGH_WATER_MARK, MARKERS_HIGH_WATER_MARK } from './options.js';
@@ -107,19 +117,24 @@ export class MpaTcpStream extends BaseLlpStream {
   /** FPDUs framed in this turn, and in the last turn that framed any (`writeFpdu`'s at-once rule). */
   private turnFpdus = 0;
   private lastTurnFpdus = 0;
-  /** RFC 5044 §7.1.2: a Responder sends no FPDU before it has received and validated one. */
-  private txOpen: boolean;
+  /**
+   * Where the stream is in its life (lifecycle.ts): startup (RFC 5044 §7.1.2), Full Operation, a receive
+   * error's grace, the FINs of a close, closed. Changed only by `fire`; its timers only by `enter`.
+   */
+  private life: LifeState;
+  /** What a Responder's ULP sent in `startup` (RFC 5044 §7.1.2): written at `first-fpdu`, else failed. */
   private heldSends: HeldSend[] = [];
   private heldOctets = 0;
   private sentFpdus = 0;
   private receivedFpdus = 0;
   private firstFpduHook: FirstFpduHook | null = null;
+  /**
+   * Back-pressure, not lifecycle: the ULP paused reception, or has no receiver (`BaseLlpStream`). The
+   * socket and the reader stop; a FIN that arrives meanwhile waits behind the octets not yet delivered
+   * (the socket keeps it: `readableEnded`) and is acted on when reading resumes.
+   */
   private readingPaused = false;
-  private peerFin = false;
-  private finSeen = false;
-  private localFinDone = false;
   private closeTimer: NodeJS.Timeout | undefined;
-  private ended = false;
   private readonly receiveErrors = new Subject<LlpReceiveError>();
   private graceTimer: NodeJS.Timeout | undefined;
   /** The RFC 5044 §8 error that ended reception, if one did: what `closed$` reports unless the ULP closed. */
@@ -129,6 +144,7 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly tolerateEarly: boolean;
   private readonly fpduTimeoutMs: number;
   private fpduTimer: NodeJS.Timeout | undefined;
+  private readonly idleTimeoutMs: number;
   /** When the FPDU now partly received began (ms), and how many FPDUs had completed before it. */
   private partialSince = 0;
   private partialSeq = -1;
@@ -151,7 +167,7 @@ export class MpaTcpStream extends BaseLlpStream {
     this.closeTimeoutMs = init.closeTimeoutMs;
     this.logger = init.logger;
     this.connectionId = init.connectionId;
-    this.txOpen = init.role === 'initiator';
+    this.life = init.role === 'initiator' ? 'open' : 'startup';
     this.tolerateEarly = init.role === 'initiator' && init.tolerateEarlyResponderFpdu === true;
     this.fpduTimeoutMs = init.fpduTimeoutMs ?? 0;
     this.writer = new FpduWriter({
@@ -188,13 +204,65 @@ export class MpaTcpStream extends BaseLlpStream {
     s.on('error', (e: NodeJS.ErrnoException) => this.onSocketError(e));
     s.on('close', () => this.onSocketClose());
     if (init.keepAliveMs) s.setKeepAlive(true, init.keepAliveMs);
-    if (init.idleTimeoutMs) {
-      const ms = init.idleTimeoutMs;
-      s.setTimeout(ms, () => {
+    this.idleTimeoutMs = init.idleTimeoutMs ?? 0;
+    this.enter(undefined, this.life, undefined);
+  }
+
+  // ----- lifecycle (lifecycle.ts) -----
+
+  /** In `closed`; a getter, as `fire` (or a callback it runs) may have changed `life` since a caller looked. */
+  private get isClosed(): boolean {
+    return this.life === 'closed';
+  }
+
+  /** The one way the stream changes state: by `event`, as the table allows; its timers follow. */
+  private fire(event: LifeEvent): LifeState {
+    const from = this.life;
+    const to = transition(from, event);
+    if (to === from) {
+      if (nextState(from, event) === undefined)
+        this.logger.debug('mpa.lifecycle.illegal', { connection: this.connectionId, state: from, event });
+      return to;
+    }
+    this.life = to;
+    this.enter(from, to, event);
+    return to;
+  }
+
+  /**
+   * The one place timers are armed and cleared by state (`LIFE_TIMERS`): a state's timers start as it is
+   * entered (the close timer keeps running across the states that wait for a FIN; the ULP's close restarts
+   * it), the timers it does not run are cleared. The mid-FPDU timer is armed by `watchPartial`, only in
+   * states that run it.
+   */
+  private enter(from: LifeState | undefined, to: LifeState, event: LifeEvent | undefined): void {
+    if (!runsTimer(to, 'close')) {
+      if (this.closeTimer) clearTimeout(this.closeTimer);
+      this.closeTimer = undefined;
+    } else if (!this.closeTimer || event === 'local-close') {
+      if (this.closeTimer) clearTimeout(this.closeTimer);
+      // After our FIN: the peer's must follow (and ours go through) within closeTimeoutMs, else the socket goes.
+      this.closeTimer = setTimeout(this.onCloseTimeout, this.closeTimeoutMs);
+    }
+    if (!runsTimer(to, 'grace')) {
+      if (this.graceTimer) clearTimeout(this.graceTimer);
+      this.graceTimer = undefined;
+    } else if (!this.graceTimer) {
+      // A receive error with a ULP watching: its Terminate, then its close; if it never closes, reset.
+      this.graceTimer = setTimeout(() => this.fail(this.receiveFailure as LlpError), MpaTcpStream.receiveErrorGraceMs);
+      this.graceTimer.unref?.();
+    }
+    if (!runsTimer(to, 'fpdu')) {
+      if (this.fpduTimer) clearTimeout(this.fpduTimer);
+      this.fpduTimer = undefined;
+    }
+    const ms = this.idleTimeoutMs;
+    if (ms > 0 && from === undefined && runsTimer(to, 'idle'))
+      this.socket.setTimeout(ms, () => {
         this.logger.debug('mpa.idle', { connection: this.connectionId, ms });
         this.fail(new LlpTimeoutError(`no octet received or sent for ${ms} ms (idleTimeoutMs)`));
       });
-    }
+    else if (ms > 0 && !runsTimer(to, 'idle')) this.socket.setTimeout(0);
   }
 
   private onData(chunk: Buffer): void {
@@ -217,7 +285,7 @@ export class MpaTcpStream extends BaseLlpStream {
    */
   private watchPartial(): void {
     const r = this.reader;
-    if (r.atBoundary || r.failed || this.state === 'closed') {
+    if (r.atBoundary || r.failed || !runsTimer(this.life, 'fpdu')) {
       this.partialSince = 0;
       return;
     }
@@ -236,7 +304,8 @@ export class MpaTcpStream extends BaseLlpStream {
   private readonly onFpduTimer = (): void => {
     this.fpduTimer = undefined;
     const r = this.reader;
-    if (this.state === 'closed' || this.readingPaused || this.partialSince === 0 || r.atBoundary || r.failed) return;
+    if (!runsTimer(this.life, 'fpdu') || this.readingPaused || this.partialSince === 0 || r.atBoundary || r.failed)
+      return;
     const ms = this.fpduTimeoutMs;
     const left = this.partialSince + ms - Date.now();
     if (left > 0) {
@@ -323,7 +392,7 @@ export class MpaTcpStream extends BaseLlpStream {
   // ----- transmit -----
 
   protected transmit(parts: readonly Uint8Array[], length: number, done?: SendCallback): boolean {
-    if (!this.txOpen) {
+    if (this.life !== 'open' && holdsSends(this.life)) {
       this.heldSends.push({ parts, length, done });
       this.heldOctets += length;
       return this.heldOctets + this.queuedOctets < this.hwm;
@@ -406,8 +475,9 @@ export class MpaTcpStream extends BaseLlpStream {
 
   /** RFC 5044 §7.1.2: the Responder's first FPDU was received; what it held may go out now. */
   private openTx(): void {
-    if (this.txOpen) return;
-    this.txOpen = true;
+    const from = this.life;
+    this.fire('first-fpdu');
+    if (from !== 'startup') return; // the Initiator's were never held; a ULP that closed has had them failed
     const held = this.heldSends;
     this.heldSends = [];
     this.heldOctets = 0;
@@ -433,7 +503,7 @@ export class MpaTcpStream extends BaseLlpStream {
   // ----- receive -----
 
   private onFpdu(length: number, chunks: Uint8Array[]): void {
-    if (this.state === 'closed') return;
+    if (this.life === 'closed') return;
     this.receivedFpdus++;
     if (this.receivedFpdus === 1) {
       // RFC 5044 §7.1.2: the Initiator sends the first FPDU (in peer-to-peer mode, the RTR).
@@ -487,7 +557,8 @@ export class MpaTcpStream extends BaseLlpStream {
       this.partialSince = 0;
       this.watchPartial();
     }
-    if (!this.readingPaused && this.peerFin) this.onPeerFin();
+    // A FIN that came while paused: its turn, now that what came before it has been delivered.
+    if (!this.readingPaused && this.socket.readableEnded) this.onPeerFin();
   }
 
   // ----- errors and teardown -----
@@ -501,26 +572,26 @@ export class MpaTcpStream extends BaseLlpStream {
     this.logger.debug('mpa.fpdu.error', { connection: this.connectionId, code: error.code, message: error.message });
     this.receiveFailure = error;
     // The reader is dead: nothing more is delivered. With a ULP watching, keep the sending half for its
-    // Terminate, then close; unwatched (or if the ULP never closes), reset.
-    if (!this.receiveErrors.observed || this.state !== 'open') {
+    // Terminate, then close (`rx-error` runs the grace timer); unwatched, or once the ULP closed, reset.
+    const s = this.life;
+    if (!this.receiveErrors.observed || (s !== 'open' && s !== 'startup')) {
       this.fail(error);
       return;
     }
-    this.graceTimer = setTimeout(() => this.fail(error), MpaTcpStream.receiveErrorGraceMs);
-    this.graceTimer.unref?.();
+    this.fire('rx-error');
     this.receiveErrors.next({ error, errorType: 0, errorCode: error.mpaErrorCode });
   }
 
   /** Bad input from the peer: RFC 5044 §8 — the connection is closed (here: reset), the error surfaces on closed$. */
   fail(error: LlpError): void {
-    if (this.state === 'closed') return;
+    if (this.life === 'closed') return;
     this.abort(error);
   }
 
   /**
    * Ends the socket, once. RST when asked, unless our FIN is pending (libuv refuses a reset during a
-   * shutdown, and Node then drops the TCP handle unclosed: it leaks and spins) or answered the peer's FIN;
-   * then a plain close.
+   * shutdown, and Node then drops the TCP handle unclosed: it leaks and spins) or TCP is already closed both
+   * ways (ours through, the peer's received); then a plain close.
    */
   private dropSocket(reset: boolean): void {
     const s = this.socket;
@@ -530,48 +601,41 @@ export class MpaTcpStream extends BaseLlpStream {
     const unsent = this.tx.discard();
     if (unsent > 0) this.onWritten(new StreamClosedError('the connection was dropped'), unsent);
     if (s.destroyed) return;
-    if (reset && (!s.writableEnded || (s.writableFinished && !this.finSeen))) s.resetAndDestroy();
+    if (reset && (!s.writableEnded || (s.writableFinished && !s.readableEnded))) s.resetAndDestroy();
     else s.destroy();
   }
 
-  /** After our FIN: the peer's must follow within `closeTimeoutMs`, else the socket goes. */
-  private armCloseTimer(): void {
-    if (this.closeTimer) clearTimeout(this.closeTimer);
-    this.closeTimer = setTimeout(() => {
-      this.dropSocket(true);
-      this.end({
-        graceful: false,
-        initiator: 'local',
-        error: new LlpTimeoutError(`the peer did not close within ${this.closeTimeoutMs} ms of our FIN`),
-      });
-    }, this.closeTimeoutMs);
-  }
-
-  private clearTimer(): void {
-    if (this.closeTimer) clearTimeout(this.closeTimer);
+  /** `close-timeout`: the FIN awaited did not come (or ours did not go) within closeTimeoutMs. */
+  private readonly onCloseTimeout = (): void => {
     this.closeTimer = undefined;
-    if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.graceTimer = undefined;
-    if (this.fpduTimer) clearTimeout(this.fpduTimer);
-    this.fpduTimer = undefined;
-  }
+    this.fire('close-timeout');
+    this.dropSocket(true);
+    this.end({
+      graceful: false,
+      initiator: 'local',
+      error: new LlpTimeoutError(`the peer did not close within ${this.closeTimeoutMs} ms of our FIN`),
+    });
+  };
 
+  /**
+   * After the transition into `closed` (which cleared the timers) and the socket's drop: what was held
+   * fails, `closed$` fires (once: an abort from a `done` callback meanwhile fired it first).
+   */
   private end(event: Parameters<BaseLlpStream['finish']>[0]): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.clearTimer();
     this.failHeld(event.error ?? new StreamClosedError('the connection closed'));
     this.finish(event);
   }
 
   protected startClose(): void {
-    if (this.graceTimer) clearTimeout(this.graceTimer); // the ULP closes after a receive error: no reset
-    this.graceTimer = undefined;
+    // A close asked for while the stream is entering `closed` (from a `done` callback): that end settles it.
+    if (this.life === 'closed') return;
+    // RFC 5044 §7.2 / RFC 5041 §6.2: `local-close` ends a receive error's grace (the ULP closes after its
+    // Terminate: no reset) and starts the close timer.
+    this.fire('local-close');
     // Sends held back by §7.1.2 can never go out now.
     this.failHeld(new StreamClosedError('the ULP closed the connection'));
-    this.armCloseTimer();
-    // RFC 5044 §7.2 / RFC 5041 §6.2: everything queued is written, then FIN (once: the peer's FIN may have been answered).
-    if (!this.finQueued) {
+    // Everything queued is written, then FIN (once: the peer's FIN may have been answered).
+    if (!this.isClosed && !this.finQueued) {
       this.flushBatch();
       this.endSocket();
     }
@@ -590,8 +654,8 @@ export class MpaTcpStream extends BaseLlpStream {
   }
 
   protected startAbort(reason?: LlpError): void {
-    this.ended = true;
-    this.clearTimer();
+    // Already `closed`: an abort from a `done` callback while a close is under way; the socket goes all the same.
+    if (this.life !== 'closed') this.fire('abort');
     this.failHeld(reason ?? new StreamClosedError('aborted'));
     this.reader.kill();
     this.dropSocket(true);
@@ -599,9 +663,9 @@ export class MpaTcpStream extends BaseLlpStream {
   }
 
   private onPeerFin(): void {
-    this.peerFin = true;
-    if (this.readingPaused || this.finSeen || this.state === 'closed') return;
-    this.finSeen = true;
+    const from = this.life;
+    // Paused: the FIN waits behind what is not delivered yet (setReading acts on it at resume).
+    if (this.readingPaused || from === 'closed' || peerFinSeen(from)) return;
     if (!this.reader.atBoundary && !this.reader.failed) {
       this.fail(
         new MpaProtocolError(
@@ -612,32 +676,31 @@ export class MpaTcpStream extends BaseLlpStream {
       );
       return;
     }
-    if (this.state === 'open') {
+    // `peer-fin` ends a receive error's grace and, where our FIN was not asked for, starts the close timer.
+    const to = this.fire('peer-fin');
+    if (!ulpClosed(from)) {
       // The peer closed first: answer with our FIN behind whatever we already queued (after a receive
-      // error: the ULP's Terminate, RFC 5044 §8), bounded by closeTimeoutMs; the grace period is over.
+      // error: the ULP's Terminate, RFC 5044 §8), bounded by closeTimeoutMs.
       this.logger.debug('mpa.close', { connection: this.connectionId, initiator: 'remote' });
-      if (this.graceTimer) clearTimeout(this.graceTimer);
-      this.graceTimer = undefined;
       this.failHeld(new StreamClosedError('the peer closed the connection (FIN)'));
-      if (!this.ended && !this.finQueued) {
-        this.armCloseTimer();
+      if (!this.isClosed && !this.finQueued) {
         this.flushBatch();
         this.endSocket();
       }
     }
-    this.maybeClosed();
+    if (to === 'closed') this.bothFins(from);
   }
 
   private onLocalFinDone(): void {
-    this.localFinDone = true;
-    this.maybeClosed();
+    const from = this.life;
+    if (from === 'closed') return;
+    if (this.fire('local-fin-done') === 'closed') this.bothFins(from);
   }
 
-  /** Both FINs are through: the close is complete. */
-  private maybeClosed(): void {
-    if (!this.finSeen || !this.localFinDone || this.ended) return;
+  /** Both FINs are through: the close is complete (`from`: the state before `closed`). */
+  private bothFins(from: LifeState): void {
     this.dropSocket(false);
-    if (this.state === 'closing') this.end({ graceful: true, initiator: 'local' });
+    if (ulpClosed(from)) this.end({ graceful: true, initiator: 'local' });
     else if (this.receiveFailure)
       // RFC 5044 §8: reception ended on an error and the ULP never closed: the close is not an orderly one.
       this.end({ graceful: false, initiator: 'local', error: this.receiveFailure });
@@ -645,7 +708,8 @@ export class MpaTcpStream extends BaseLlpStream {
   }
 
   private onSocketError(e: NodeJS.ErrnoException): void {
-    if (this.ended) return;
+    if (this.life === 'closed') return;
+    this.fire('socket-error');
     this.dropSocket(false);
     this.end({
       graceful: false,
@@ -657,7 +721,8 @@ export class MpaTcpStream extends BaseLlpStream {
   }
 
   private onSocketClose(): void {
-    if (this.ended) return;
+    if (this.life === 'closed') return;
+    this.fire('socket-closed');
     this.end({
       graceful: false,
       initiator: 'remote',
