@@ -40,6 +40,7 @@ export {
   RdmapQueue,
   type RdmapVersion,
 } from './opcode.js';
+export { composeRdmapOptions, type RdmapConnectionFacts, rdmapOptionsFromSetup } from './options.js';
 export type { RdmapStreamState } from './state.js';
 export {
   RDMAP_MAX_MESSAGE,
@@ -47,7 +48,6 @@ export {
   type RdmapStagTable,
   RdmapStream,
   type RdmapStreamOptions,
-  rdmapOptionsFromSetup,
 } from './stream.js';
 export {
   decodeTerminate,

@@ -12,7 +12,7 @@ import {
   type DdpStreamOptions,
   type MemoryRegion,
 } from '@rddp/ddp';
-import type { LlpSetupInfo, LlpStream } from '@rddp/llp';
+import type { LlpStream } from '@rddp/llp';
 import type { Observable } from 'rxjs';
 import { ACCESS_REMOTE_ATOMIC, ATOMIC_REQUEST_HEADER_LENGTH, ATOMIC_RESPONSE_HEADER_LENGTH } from './atomic.js';
 import {
@@ -103,19 +103,6 @@ export interface RdmapStreamOptions {
    * all of them (verbs' queue pair) takes them here, with no subscription in between.
    */
   readonly onCompletion?: (completion: RdmapCompletion) => void;
-}
-
-/**
- * RDMAP options an LLP connection's setup decides (RFC 6581): IRD/ORD as announced, and the MSNs its RTR
- * used. Spread them over the application's own: `{ ird: 8, ord: 8, ...rdmapOptionsFromSetup(c.setup) }`.
- */
-export function rdmapOptionsFromSetup(
-  setup: LlpSetupInfo,
-): Pick<RdmapStreamOptions, 'ird' | 'ord' | 'startupMessages'> {
-  return {
-    ...(setup.readLimits ? { ird: setup.readLimits.ird, ord: setup.readLimits.ord } : {}),
-    ...(setup.startupMessages ? { startupMessages: setup.startupMessages } : {}),
-  };
 }
 
 /** Which RFC 7306 extensions a stream uses. */

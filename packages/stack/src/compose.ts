@@ -4,7 +4,7 @@
  */
 import { DdpStream, type DdpStreamApi, type DdpStreamOptions } from '@rddp/ddp';
 import type { LlpConnection, LlpStream } from '@rddp/llp';
-import { RdmapStream, type RdmapStreamOptions, rdmapOptionsFromSetup } from '@rddp/rdmap';
+import { composeRdmapOptions, RdmapStream, type RdmapStreamOptions } from '@rddp/rdmap';
 import { Device, type DeviceOptions } from '@rddp/verbs';
 import { target } from './target.js';
 import type { DdpStreamFactory, DeviceFactory, RdmapStreamFactory, StackDefaults } from './tokens.js';
@@ -40,9 +40,10 @@ export function buildDdpStream(
 }
 
 /**
- * Composes RDMAP Stream options — the stack's defaults, the connection's role and LLP capabilities, the
- * caller's options, then IRD/ORD and startup-message MSNs as the LLP setup negotiated them (RFC 6581) —
- * and builds the stream with `factory`, its DDP Stream with `ddpFactory`.
+ * Composes RDMAP Stream options with `composeRdmapOptions` (the one precedence verbs uses too: the stack's
+ * defaults, the connection's role and LLP capabilities, the caller's options, then IRD/ORD and
+ * startup-message MSNs as the LLP setup negotiated them, RFC 6581) and builds the stream with `factory`,
+ * its DDP Stream with `ddpFactory`.
  */
 export function buildRdmapStream(
   llp: LlpConnection | LlpStream,
@@ -52,15 +53,10 @@ export function buildRdmapStream(
   ddpFactory: DdpStreamFactory = defaultDdpStreamFactory,
 ): RdmapStream {
   const { stream, connection, rest, base } = target(llp, request, defaults);
-  return factory(stream, {
-    ...base,
-    ...(connection ? { role: connection.role, llpCapabilities: connection.capabilities } : {}),
-    ...(defaults.ird !== undefined ? { ird: defaults.ird } : {}),
-    ...(defaults.ord !== undefined ? { ord: defaults.ord } : {}),
-    createDdp: ddpFactory,
-    ...rest,
-    ...(connection ? rdmapOptionsFromSetup(connection.setup) : {}),
-  });
+  return factory(
+    stream,
+    composeRdmapOptions({ ...base, ird: defaults.ird, ord: defaults.ord, createDdp: ddpFactory }, connection, rest),
+  );
 }
 
 /** Builds with the built-in factories and no stack defaults: what a stack with nothing rebound builds. */

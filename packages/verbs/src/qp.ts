@@ -8,6 +8,7 @@ import type { DdpErrorEvent, DdpProfile, PlacementEvent } from '@rddp/ddp';
 import type { LlpConnection, LlpStream } from '@rddp/llp';
 import {
   ATOMIC_OPERAND_LENGTH,
+  composeRdmapOptions,
   RDMAP_MAX_MESSAGE,
   type RdmapClosedEvent,
   type RdmapCompletion,
@@ -17,7 +18,6 @@ import {
   type RdmapStreamState,
   type RdmapTerminateEvent,
   type RdmapWorkRequest,
-  rdmapOptionsFromSetup,
 } from '@rddp/rdmap';
 import { BehaviorSubject, type Observable, ReplaySubject, switchMap } from 'rxjs';
 import type { CompletionQueue } from './cq.js';
@@ -178,27 +178,26 @@ export class QueuePair extends QueuePairConveniences {
       throw new InvalidWorkRequestError(
         `the LLP connection has no stream ${index} (it has ${isConnection ? llp.streams.length : 1})`,
       );
-    const role = options.role ?? (isConnection ? llp.role : 'initiator');
     // The rdma_cm order: receives posted in INIT, and IRD/ORD as the LLP announced them (RFC 6581), are in
     // place before the first ULPDU reaches DDP.
     const early = this.early.splice(0);
-    const rdmap = (options.rdmapFactory ?? ((s, o) => new RdmapStream(s, o)))(stream, {
-      profile: this.profile,
-      pdId: this.pd.id,
-      stags: this.pd.device.stags,
-      ord: this.ord,
-      ird: this.ird,
-      ...(isConnection ? rdmapOptionsFromSetup(llp.setup) : {}),
-      receives: early.map((r) => ({ buffer: r.buffer, receiveId: r.token })),
-      role,
-      callerChecked: true, // work-requests.ts checked each work request where it entered (postSend)
-      onCompletion: (c) => this.onCompletion(c),
-      ...(options.initiatorSendsFirst !== undefined ? { initiatorSendsFirst: options.initiatorSendsFirst } : {}),
-      ...(options.extensions !== undefined ? { extensions: options.extensions } : {}),
-      ...(isConnection
-        ? { llpCapabilities: { reliable: llp.capabilities.reliable, ordered: llp.capabilities.ordered } }
-        : {}),
-    });
+    const rdmap = (options.rdmapFactory ?? ((s, o) => new RdmapStream(s, o)))(
+      stream,
+      composeRdmapOptions(
+        {
+          profile: this.profile,
+          pdId: this.pd.id,
+          stags: this.pd.device.stags,
+          ord: this.ord,
+          ird: this.ird,
+          receives: early.map((r) => ({ buffer: r.buffer, receiveId: r.token })),
+          callerChecked: true, // work-requests.ts checked each work request where it entered (postSend)
+          onCompletion: (c) => this.onCompletion(c),
+        },
+        isConnection ? llp : undefined,
+        { role: options.role, initiatorSendsFirst: options.initiatorSendsFirst, extensions: options.extensions },
+      ),
+    );
     this.stream = rdmap;
     rdmap.terminate$.subscribe((t) => this.terminateSubject.next(t));
     rdmap.state$.subscribe((s) => this.stateSubject.next(s));
