@@ -19,7 +19,7 @@ import {
   type RdmapTerminateEvent,
   type RdmapWorkRequest,
 } from '@rddp/rdmap';
-import { BehaviorSubject, type Observable, ReplaySubject, switchMap } from 'rxjs';
+import { concat, defaultIfEmpty, defer, type Observable, of, ReplaySubject, switchMap } from 'rxjs';
 import type { CompletionQueue } from './cq.js';
 import type { ProtectionDomainRef } from './domain.js';
 import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionError } from './errors.js';
@@ -89,7 +89,8 @@ export class QueuePair extends QueuePairConveniences {
   readonly profile: DdpProfile;
   private stream: RdmapStream | undefined;
   private readonly connected = new ReplaySubject<RdmapStream>(1);
-  private readonly stateSubject = new BehaviorSubject<QpState>('init');
+  /** The state before an RDMAP Stream exists: `init`, or `closed` if the queue pair ended unconnected. */
+  private unconnected: 'init' | 'closed' = 'init';
   private readonly closedSubject = new ReplaySubject<RdmapClosedEvent>(1);
   private readonly terminateSubject = new ReplaySubject<RdmapTerminateEvent>(1);
   private sqOutstanding = 0;
@@ -124,12 +125,23 @@ export class QueuePair extends QueuePairConveniences {
     this.profile = init.profile ?? 'ietf';
   }
 
+  /** `init`, then the RDMAP Stream's own state (read from it, never copied: one lifecycle per queue pair). */
   get state(): QpState {
-    return this.stateSubject.value;
+    return this.stream?.state ?? this.unconnected;
   }
-  /** The state now and every change; completes when the queue pair has ended. */
+  /** The state now and every change; completes when the RDMAP Stream reaches `error` or `closed`. */
   get state$(): Observable<QpState> {
-    return this.stateSubject.asObservable();
+    return defer(() => {
+      if (this.stream) return this.stream.state$;
+      if (this.unconnected === 'closed') return of<QpState>('closed');
+      return concat(
+        of<QpState>('init'),
+        this.connected.pipe(
+          switchMap((s) => s.state$),
+          defaultIfEmpty<QpState, QpState>('closed'),
+        ),
+      );
+    });
   }
   /** The Terminate this queue pair sent or received, if any (RFC 5040 §7.1: both ULPs learn of an error). */
   get terminate$(): Observable<RdmapTerminateEvent> {
@@ -200,7 +212,6 @@ export class QueuePair extends QueuePairConveniences {
     );
     this.stream = rdmap;
     rdmap.terminate$.subscribe((t) => this.terminateSubject.next(t));
-    rdmap.state$.subscribe((s) => this.stateSubject.next(s));
     rdmap.closed$.subscribe((ev) => this.end(ev));
     this.connected.next(rdmap);
     this.connected.complete();
@@ -376,7 +387,7 @@ export class QueuePair extends QueuePairConveniences {
       const p = RecvToken.take(this, token);
       if (p) this.complete(p, this.wc(p, 'flushed', 0, false));
     }
-    this.stateSubject.next('closed');
+    this.unconnected = 'closed';
     this.connected.complete();
     this.end({ state: 'closed' });
   }
@@ -386,6 +397,5 @@ export class QueuePair extends QueuePairConveniences {
     this.terminateSubject.complete();
     this.closedSubject.next(ev);
     this.closedSubject.complete();
-    this.stateSubject.complete();
   }
 }
