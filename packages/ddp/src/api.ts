@@ -252,11 +252,6 @@ export interface DdpStreamOptions {
   readonly startPaused?: boolean;
   /** Called once, as the first incoming segment reaches DDP (RFC 5040 §6.1: the responder's go-ahead). */
   readonly onFirstSegment?: () => void;
-  /**
-   * The ULP checked its caller's input where it entered (RDMAP does): `sendTagged`/`sendUntagged` do not
-   * check STags, TOs, RsvdULP and lengths again. Default false: DDP used directly checks them.
-   */
-  readonly callerChecked?: boolean;
 }
 
 /**

@@ -86,8 +86,6 @@ export class DdpStream implements DdpStreamApi {
   private firstError: Error | undefined;
   private started = false;
   private onFirstSegment: (() => void) | undefined;
-  /** `DdpStreamOptions.callerChecked`: the ULP checked send input where it entered. */
-  private readonly callerChecked: boolean;
 
   constructor(
     readonly llp: LlpStream,
@@ -129,7 +127,6 @@ export class DdpStream implements DdpStreamApi {
     // peer's close in one packet) settles its promise chain first, and is not reported as flushed.
     llp.closed$.subscribe((e) => setImmediate(() => this.onLlpClosed(e)));
     this.onFirstSegment = options.onFirstSegment;
-    this.callerChecked = options.callerChecked ?? false;
     if (!options.startPaused) this.start();
   }
 
@@ -197,7 +194,7 @@ export class DdpStream implements DdpStreamApi {
     onHanded?: () => void,
   ): void {
     this.assertCanSend();
-    if (!this.callerChecked) checkTaggedSend(stag, to, rsvdUlp, payload);
+    checkTaggedSend(stag, to, rsvdUlp, payload);
     const n = payloadLength(payload);
     this.tx.checkRoom();
     this.tx.enqueue(true, stag, to, 0, -1, rsvdUlp, payload, n, sink, signal, onHanded);
@@ -229,7 +226,7 @@ export class DdpStream implements DdpStreamApi {
     onHanded?: () => void,
   ): number {
     this.assertCanSend();
-    if (!this.callerChecked) checkUntaggedSend(qn, rsvdUlp, payload);
+    checkUntaggedSend(qn, rsvdUlp, payload);
     const n = payloadLength(payload);
     // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
     this.tx.checkRoom();

@@ -94,11 +94,6 @@ export interface RdmapStreamOptions {
   /** Untagged messages the LLP exchanged at setup (`LlpSetupInfo.startupMessages`, RFC 6581 RTRs). */
   readonly startupMessages?: { readonly sent: readonly number[]; readonly received: readonly number[] };
   /**
-   * The layer above checked each work request where it entered (verbs does): `postSend` checks only ORD.
-   * Default false: RDMAP used directly checks STags, TOs, lengths and extensions (typed errors).
-   */
-  readonly callerChecked?: boolean;
-  /**
    * Every completion, called synchronously before `completions$` emits it: the one consumer that must see
    * all of them (verbs' queue pair) takes them here, with no subscription in between.
    */
@@ -131,7 +126,6 @@ export class RdmapStream {
   /** The one state the transmit, receive and terminate paths work on (stream-state.ts). */
   private readonly st: StreamState;
   private readonly ordPolicy: 'queue' | 'error';
-  private readonly callerChecked: boolean;
 
   constructor(llp: LlpStream, options: RdmapStreamOptions) {
     this.profile = options.profile ?? 'ietf';
@@ -150,7 +144,6 @@ export class RdmapStream {
         `RDMAP needs a reliable, ordered LLP (RFC 5040 §3.1); this one is ${caps.reliable ? 'reliable' : 'unreliable'} and ${caps.ordered ? 'ordered' : 'unordered'}. Pass reducedSemantics: true to run with the reduced semantics of docs/UDP-LLP.md`,
       );
     this.ordPolicy = options.ordPolicy ?? 'queue';
-    this.callerChecked = options.callerChecked ?? false;
     this.role = options.role ?? 'initiator';
     this.extensions = Object.freeze({
       atomics: options.extensions?.atomics === true,
@@ -187,7 +180,6 @@ export class RdmapStream {
       // RFC 5040 §6.1: receives first (released by `start`), and the initiator's first message frees a
       // responder that holds its own.
       startPaused: true,
-      callerChecked: true, // postSend (or verbs) checked the caller's input; RDMAP's own values are valid
       onFirstSegment: () => {
         if (!st.held.value) return;
         st.held.next(false);
@@ -283,7 +275,7 @@ export class RdmapStream {
    */
   postSend(wr: RdmapWorkRequest): void {
     if (!this.st.sm.accepting) throw new RdmapStateError(this.st.sm.state, 'post send-queue work');
-    if (!this.callerChecked) checkWorkRequest(wr, this.extensions);
+    checkWorkRequest(wr, this.extensions);
     const t = wr.op.type;
     if (t === 'read' || t === 'atomic')
       checkOrd(wr, { ord: this.ord, ordPolicy: this.ordPolicy, outstanding: () => requestsOutstanding(this.st) });

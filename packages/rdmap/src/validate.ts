@@ -54,8 +54,8 @@ function checkPayload(parts: readonly Uint8Array[]): number {
 }
 
 /**
- * Checks a caller's work request where it enters the stack (RDMAP used directly; verbs checks its own and
- * says so with `callerChecked`); throws a typed error for bad input. DDP does not check it again.
+ * Checks a work request where it enters RDMAP (`postSend`, whoever calls it); throws a typed error for bad
+ * input.
  */
 export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Record<RdmapExtension, boolean>>): void {
   const op = wr.op;

@@ -203,7 +203,6 @@ export class QueuePair extends QueuePairConveniences {
           ord: this.ord,
           ird: this.ird,
           receives: early.map((r) => ({ buffer: r.buffer, receiveId: r.token })),
-          callerChecked: true, // work-requests.ts checked each work request where it entered (postSend)
           onCompletion: (c) => this.onCompletion(c),
         },
         isConnection ? llp : undefined,

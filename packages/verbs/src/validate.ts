@@ -1,7 +1,8 @@
 /**
  * Caller input checks at the edge of the stack: STags (32 bits, RFC 5040 §2.2), Tagged Offsets and RFC
- * 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), and the queue pair's numeric limits. Checked here
- * once: the queue pair's RDMAP Stream (`callerChecked`) and its DDP Stream do not check them again.
+ * 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), and the queue pair's numeric limits, before any work
+ * request of a list is posted (a bad one posts none). Every layer checks what enters through its own
+ * public methods: RDMAP's `postSend` and DDP's sends check their input whoever calls them.
  */
 import { TWO_64, MAX_U64 as U64_MAX } from '@rddp/ddp';
 import { InvalidWorkRequestError } from './errors.js';
