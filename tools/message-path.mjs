@@ -115,8 +115,9 @@ onLlpSend = () => {
 const writeDone = new Promise((resolve) => {
   onWriteWc = resolve;
 });
-take();
-qp.postSend({ opcode: 'rdma-write', wrId: 'measured', signaled: true, sgList: [data.sge()], remote: exposed.remote() });
+const wr = { opcode: 'rdma-write', wrId: 'measured', signaled: true, sgList: [data.sge()], remote: exposed.remote() };
+take(); // the work request is built first: only postSend and what it calls are measured
+qp.postSend(wr);
 await writeDone;
 
 // A received Send (RFC 5040 §5.3): the LLP's delivery → its completion on the receive CQ.

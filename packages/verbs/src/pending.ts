@@ -1,10 +1,9 @@
 /**
- * A queue pair's work posted and not completed (siw keeps its send queue as a ring on the QP): the send
- * queue in submission order, since RDMAP completes send-queue work in that order (RFC 5040 §5.5 rule 15),
- * so each completion is normally the head's; receives by the opaque token RDMAP carries for each.
+ * A queue pair's record of each work request posted and not completed. The queues themselves are the
+ * RDMAP Stream's (one send queue and one receive queue per queue pair, as siw keeps them on the QP): the
+ * record rides through RDMAP in a token — a send request's `context`, a receive's `receiveId` — and comes
+ * back in its completion.
  */
-import { Fifo } from '@rddp/llp';
-import type { RdmapWorkRequest } from '@rddp/rdmap';
 import type { WcOpcode, WorkCompletion, WrId } from './types.js';
 
 /** A work request posted and not completed. */
@@ -15,8 +14,6 @@ export interface Pending {
   readonly settle?: Settle | undefined;
   /** An atomic's 8-octet local element: the original remote value is written there. */
   readonly result?: Uint8Array | undefined;
-  /** A send's request as handed to RDMAP: its completion names it (`request`). */
-  readonly request?: RdmapWorkRequest;
 }
 
 /** The promise of a convenience call, settled by the work request's completion. */
@@ -25,30 +22,12 @@ export interface Settle {
   reject(e: unknown): void;
 }
 
-/** Send work in submission order. */
-export class PendingSends {
-  private readonly list = new Fifo<Pending>();
-
-  push(p: Pending): void {
-    this.list.push(p);
-  }
-
-  /** The pending send whose RDMAP request completed: the head, unless RDMAP reported out of order. */
-  take(request: RdmapWorkRequest): Pending | undefined {
-    if (this.list.peek()?.request === request) return this.list.shift();
-    const p = this.list.find((q) => q.request === request);
-    if (p === undefined) return undefined; // work posted on the RDMAP Stream directly, not through this queue pair
-    this.list.remove(p);
-    return p;
-  }
-}
-
 /**
- * The id a receive work request carries through RDMAP (its `receiveId`, echoed in its completion). RDMAP
- * and DDP events show it, so the record sits in private fields: only the queue pair that posted the
- * receive reads it back, once. (A token per receive in a WeakMap cost ≈1 µs per posted receive.)
+ * The token a work request carries through RDMAP (a send's `context`, a receive's `receiveId`, each echoed
+ * in its completion). RDMAP and DDP events show it, so the record sits in private fields: only the queue
+ * pair that posted the request reads it back, once. (A token per request in a WeakMap cost more.)
  */
-export class RecvToken {
+export class WrToken {
   readonly #owner: object;
   #pending: Pending | undefined;
 
@@ -60,7 +39,7 @@ export class RecvToken {
   /** The record of `id` if `owner` posted it and it has not completed yet; marks it completed. */
   static take(owner: object, id: unknown): Pending | undefined {
     if (typeof id !== 'object' || id === null || !(#pending in id)) return undefined;
-    const t = id as RecvToken;
+    const t = id as WrToken;
     if (t.#owner !== owner) return undefined;
     const p = t.#pending;
     t.#pending = undefined;

@@ -23,7 +23,7 @@ import { concat, defaultIfEmpty, defer, type Observable, of, ReplaySubject, swit
 import type { CompletionQueue } from './cq.js';
 import type { ProtectionDomainRef } from './domain.js';
 import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionError } from './errors.js';
-import { type Pending, PendingSends, RecvToken, type Settle } from './pending.js';
+import { type Pending, type Settle, WrToken } from './pending.js';
 import { QueuePairConveniences } from './qp-promises.js';
 import type { RecvWorkRequest, SendWorkRequest, WcStatus, WorkCompletion } from './types.js';
 import { count, positive } from './validate.js';
@@ -97,10 +97,8 @@ export class QueuePair extends QueuePairConveniences {
   /** What work requests are checked against (fixed once connected). */
   private limits: WrLimits | undefined;
   private rqOutstanding = 0;
-  /** Send work posted and not completed, in submission order (RFC 5040 §5.5 rule 15). */
-  private readonly sends = new PendingSends();
   /** Receives posted before `connect` (ibverbs allows posting receives in INIT). */
-  private readonly early: { readonly token: RecvToken; readonly buffer: Uint8Array }[] = [];
+  private readonly early: { readonly token: WrToken; readonly buffer: Uint8Array }[] = [];
 
   /** @internal Made by `ProtectionDomain.createQp`. */
   constructor(
@@ -294,23 +292,24 @@ export class QueuePair extends QueuePairConveniences {
   }
 
   private submit(stream: RdmapStream, wr: SendWorkRequest, t: TranslatedSend, settle?: Settle): void {
-    const request: RdmapWorkRequest =
-      wr.fence || wr.signal
-        ? {
-            op: t.op,
-            localStags: t.localStags,
-            ...(wr.fence ? { fence: true } : {}),
-            ...(wr.signal ? { signal: wr.signal } : {}),
-          }
-        : { op: t.op, localStags: t.localStags };
-    this.sends.push({
+    // The record rides in the request's token: RDMAP's send queue is the queue pair's only one.
+    const context = new WrToken(this, {
       wrId: wr.wrId,
       opcode: t.opcode,
       signaled: wr.signaled ?? this.sqSigAll,
       settle,
       result: t.result,
-      request,
     });
+    const request: RdmapWorkRequest =
+      wr.fence || wr.signal
+        ? {
+            op: t.op,
+            localStags: t.localStags,
+            context,
+            ...(wr.fence ? { fence: true } : {}),
+            ...(wr.signal ? { signal: wr.signal } : {}),
+          }
+        : { op: t.op, localStags: t.localStags, context };
     this.sqOutstanding++;
     stream.postSend(request);
   }
@@ -327,7 +326,7 @@ export class QueuePair extends QueuePairConveniences {
 
   private recvOne(wr: RecvWorkRequest, buffer: Uint8Array, settle?: Settle): void {
     // The record rides in the token itself (private fields): RDMAP and DDP events never expose it.
-    const token = new RecvToken(this, { wrId: wr.wrId, opcode: 'recv', signaled: true, settle });
+    const token = new WrToken(this, { wrId: wr.wrId, opcode: 'recv', signaled: true, settle });
     if (this.stream === undefined) this.early.push({ token, buffer });
     else this.stream.postReceive(buffer, token);
     this.rqOutstanding++;
@@ -336,7 +335,7 @@ export class QueuePair extends QueuePairConveniences {
   /** The one completion path: RDMAP's send-queue and receive completions, in the order RDMAP reports them. */
   private onCompletion(c: RdmapCompletion): void {
     if (c.kind === 'receive') {
-      const p = RecvToken.take(this, c.id);
+      const p = WrToken.take(this, c.id);
       if (p === undefined) return; // a receive posted on the RDMAP Stream directly, not through this queue pair
       const wc = this.wc(p, c.status, c.byteLength, c.solicited);
       if (c.invalidatedStag !== undefined) wc.invalidatedStag = c.invalidatedStag;
@@ -345,8 +344,8 @@ export class QueuePair extends QueuePairConveniences {
       this.complete(p, wc);
       return;
     }
-    const p = this.sends.take(c.request);
-    if (p === undefined) return;
+    const p = WrToken.take(this, c.request.context);
+    if (p === undefined) return; // work posted on the RDMAP Stream directly, not through this queue pair
     if (c.status === 'success' && !p.signaled && p.settle === undefined && p.result === undefined) {
       this.sqOutstanding--; // an unsignaled success reports nothing (ibv_post_send without IBV_SEND_SIGNALED)
       return;
@@ -383,7 +382,7 @@ export class QueuePair extends QueuePairConveniences {
   /** A queue pair closed before it was connected: its receives are flushed. */
   private endUnconnected(): void {
     for (const { token } of this.early.splice(0)) {
-      const p = RecvToken.take(this, token);
+      const p = WrToken.take(this, token);
       if (p) this.complete(p, this.wc(p, 'flushed', 0, false));
     }
     this.unconnected = 'closed';
