@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { gatherPrefix } from '../src/header.js';
 import { decodeHeader, encodeTaggedHeader, encodeUntaggedHeader } from '../src/index.js';
-import { gatherPrefix } from '../src/testing.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Access, isDdpError, type MemoryRegion, StagTable } from '../src/index.js';
-import { STAG_QUARANTINE } from '../src/testing.js';
+import { STAG_QUARANTINE } from '../src/stag-table.js';
 
 const index = (stag: number) => stag >>> 8;
 const key = (stag: number) => stag & 0xff;

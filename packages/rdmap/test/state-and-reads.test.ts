@@ -1,7 +1,8 @@
 import { Access, type MemoryRegion } from '@rddp/ddp';
 import { describe, expect, it } from 'vitest';
 import { RdmaErrorCode, RdmaErrorType, type RdmapStreamState } from '../src/index.js';
-import { canTransition, checkReadSource, OutstandingReads, StreamStateMachine } from '../src/testing.js';
+import { checkReadSource, OutstandingReads } from '../src/read.js';
+import { canTransition, StreamStateMachine } from '../src/state.js';
 
 describe('RFC 5040 §6 stream states', () => {
   it('RFC 5040 §6.2: RTS may close gracefully, terminate or fail; a Terminate ends in error', () => {
