@@ -9,20 +9,12 @@ import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FpduWriter, type MpaTcpListener, mpaTcp } from '../src/index.js';
 import { pattern } from './helpers.js';
-import { type RawPeer, rawConnect } from './raw.js';
+import { mpaRequest, type RawPeer, rawConnect } from './raw.js';
 
 function fpdu(ulpdu: Uint8Array): Buffer {
   const out: Uint8Array[] = [];
   new FpduWriter({ crc: true, markers: false }).frame([ulpdu], ulpdu.byteLength, out);
   return Buffer.concat(out);
-}
-
-function request(): Buffer {
-  const h = Buffer.alloc(20);
-  h.write('MPA ID Req Frame');
-  h[16] = 0x40;
-  h[17] = 1;
-  return h;
 }
 
 /** `closed$`, or a failure if it has not fired within `ms`. */
@@ -45,7 +37,7 @@ describe('fpduTimeoutMs: a peer that stops in the middle of an FPDU', () => {
   async function established(): Promise<{ raw: RawPeer; b: LlpConnection; got: ReturnType<typeof collect> }> {
     const accepted = firstValueFrom(listener.connections$);
     const raw = await rawConnect(listener.address.port as number);
-    raw.socket.write(request());
+    raw.socket.write(mpaRequest());
     await raw.waitFor(20);
     const b = await accepted;
     return { raw, b, got: collect(b.streams[0]!) };

@@ -9,15 +9,7 @@ import type { LlpConnection, LlpError } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FpduWriter, MpaFpduNotSentError, type MpaTcpListener, mpaTcp } from '../src/index.js';
-import { type RawPeer, rawConnect } from './raw.js';
-
-function request(): Buffer {
-  const h = Buffer.alloc(20);
-  h.write('MPA ID Req Frame');
-  h[16] = 0x40;
-  h[17] = 1;
-  return h;
-}
+import { mpaRequest, type RawPeer, rawConnect } from './raw.js';
 
 function badCrcFpdu(): Buffer {
   const out: Uint8Array[] = [];
@@ -39,7 +31,7 @@ describe('RFC 5044 §7.1.2: FPDUs a Responder held are reported as never sent wh
   async function heldSend(): Promise<{ raw: RawPeer; b: LlpConnection; done: Promise<LlpError | undefined> }> {
     const accepted = firstValueFrom(listener.connections$);
     const raw = await rawConnect(listener.address.port as number);
-    raw.socket.write(request());
+    raw.socket.write(mpaRequest());
     await raw.waitFor(20);
     const b = await accepted;
     b.streams[0]!.setReceiver(() => {});

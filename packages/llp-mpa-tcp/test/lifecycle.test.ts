@@ -31,7 +31,7 @@ import {
   transition,
 } from '../src/lifecycle.js';
 import { pattern } from './helpers.js';
-import { rawConnect } from './raw.js';
+import { mpaRequest, rawConnect } from './raw.js';
 
 describe('the lifecycle table', () => {
   const initial: LifeState[] = ['startup', 'open']; // the Responder's first state, the Initiator's
@@ -320,16 +320,7 @@ describe('real connections end once, with no timer left', () => {
   });
 
   it('peer reset inside an FPDU (raw Initiator): the Responder closes once with a lost-connection error', async () => {
-    const base = baseline();
-    const t = transport();
-    const listener = (await t.listen({ host: '127.0.0.1', port: 0 })) as MpaTcpListener;
-    const accepted = firstValueFrom(listener.connections$);
-    const raw = await rawConnect(listener.address.port as number);
-    raw.socket.write(request());
-    await raw.waitFor(20);
-    const b = watch(await accepted);
-    await listener.close();
-    b.conn.stream.setReceiver(() => {});
+    const { base, raw, b } = await rawInitiator();
     raw.socket.write(fpdu(100).subarray(0, 50));
     await sleep(20);
     raw.socket.resetAndDestroy();
@@ -341,16 +332,7 @@ describe('real connections end once, with no timer left', () => {
   });
 
   it('peer FIN inside an FPDU (raw Initiator): RFC 5044 §8 code 1, the Responder resets and closes once', async () => {
-    const base = baseline();
-    const t = transport();
-    const listener = (await t.listen({ host: '127.0.0.1', port: 0 })) as MpaTcpListener;
-    const accepted = firstValueFrom(listener.connections$);
-    const raw = await rawConnect(listener.address.port as number);
-    raw.socket.write(request());
-    await raw.waitFor(20);
-    const b = watch(await accepted);
-    await listener.close();
-    b.conn.stream.setReceiver(() => {});
+    const { base, raw, b } = await rawInitiator();
     raw.socket.write(fpdu(100));
     raw.socket.end(fpdu(100).subarray(0, 30));
     const ev = await b.closed;
@@ -415,13 +397,18 @@ describe('real connections end once, with no timer left', () => {
   });
 });
 
-/** MPA Request, Rev 1, CRC (RFC 5044 §7.1.1). */
-function request(): Buffer {
-  const req = Buffer.alloc(20);
-  req.write('MPA ID Req Frame');
-  req[16] = 0x40;
-  req[17] = 1;
-  return req;
+/** A Responder whose Initiator is a raw socket: the MPA Request sent, the Reply read, a receiver set. */
+async function rawInitiator() {
+  const base = baseline();
+  const listener = (await transport().listen({ host: '127.0.0.1', port: 0 })) as MpaTcpListener;
+  const accepted = firstValueFrom(listener.connections$);
+  const raw = await rawConnect(listener.address.port as number);
+  raw.socket.write(mpaRequest());
+  await raw.waitFor(20);
+  const b = watch(await accepted);
+  await listener.close();
+  b.conn.stream.setReceiver(() => {});
+  return { base, raw, b };
 }
 
 /** One FPDU carrying `length` octets (RFC 5044 §4.1). */

@@ -93,3 +93,12 @@ export async function rawServer(onPeer: (p: RawPeer) => void): Promise<{ port: n
     },
   };
 }
+
+/** An MPA Request frame, Rev 1, C=1 (RFC 5044 §7.1.1), without private data: a raw Initiator's first octets. */
+export function mpaRequest(): Buffer {
+  const req = Buffer.alloc(20);
+  req.write('MPA ID Req Frame');
+  req[16] = 0x40;
+  req[17] = 1;
+  return req;
+}

@@ -8,21 +8,12 @@ import type { LlpCloseEvent, LlpConnection } from '@rddp/llp';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FpduWriter, type MpaTcpListener, mpaTcp } from '../src/index.js';
-import { type RawPeer, rawConnect } from './raw.js';
+import { mpaRequest, type RawPeer, rawConnect } from './raw.js';
 
 const ROUNDS = 50;
 
 function activeHandles(): number {
   return (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().length;
-}
-
-/** MPA Request, Rev 1, C=1 (RFC 5044 §7.1.1). */
-function request(): Buffer {
-  const req = Buffer.alloc(20);
-  req.write('MPA ID Req Frame');
-  req[16] = 0x40;
-  req[17] = 1;
-  return req;
 }
 
 /** RFC 5044 §8 code 2: an FPDU whose CRC does not match. */
@@ -89,7 +80,7 @@ function nextAccepted(): Promise<Accepted> {
 
 async function handshake(): Promise<{ raw: RawPeer; server: Accepted }> {
   const raw = await rawConnect(port);
-  raw.socket.write(request());
+  raw.socket.write(mpaRequest());
   await raw.waitFor(20);
   return { raw, server: await nextAccepted() };
 }

@@ -1,13 +1,8 @@
 /** Shared by the verbs integration tests: two hosts with a connected queue pair each, over the loopback LLP. */
 import { createLoopbackPair } from '@rddp/llp-loopback';
-import {
-  type CompletionQueue,
-  type DdpProfile,
-  Device,
-  type QueuePair,
-  type RdmapExtensions,
-  type WorkCompletion,
-} from '@rddp/verbs';
+import type { CompletionQueue, DdpProfile, Device, QueuePair, RdmapExtensions, WorkCompletion } from '@rddp/verbs';
+
+import { host } from '../../../packages/verbs/test/support/hosts.js';
 
 export { until } from '../rdmap/helpers.js';
 
@@ -31,15 +26,7 @@ export interface EndOptions {
 /** Two hosts (two devices), each with one CQ and a queue pair connected to the other's. */
 export async function connectedPair(a: EndOptions = {}, b: EndOptions = a): Promise<{ a: End; b: End }> {
   const [ca, cb] = await createLoopbackPair();
-  const make = ({ extensions: _, ...init }: EndOptions): End => {
-    const device = new Device();
-    const pd = device.allocPd();
-    const cq = device.createCq();
-    const qp = pd.createQp({ sendCq: cq, recvCq: cq, ...init });
-    const wcs: WorkCompletion[] = [];
-    cq.completions$.subscribe((wc) => wcs.push(wc));
-    return { device, pd, cq, qp, wcs };
-  };
+  const make = ({ extensions: _, ...init }: EndOptions): End => host(init);
   const ea = make(a);
   const eb = make(b);
   ea.qp.connect(ca, a.extensions ? { extensions: a.extensions } : {});
