@@ -252,6 +252,12 @@ export interface DdpStreamOptions {
   readonly startPaused?: boolean;
   /** Called once, as the first incoming segment reaches DDP (RFC 5040 §6.1: the responder's go-ahead). */
   readonly onFirstSegment?: () => void;
+  /**
+   * The one consumer that must see every Delivery (RDMAP), called directly and first, with no subscription
+   * in between (the hot path is direct calls); `delivery$` carries the same events to observers after it.
+   * A DDP Stream built for a ULP (`createDdp`) must honour it, as it honours `ulpCheck`.
+   */
+  readonly onDelivery?: (e: DeliveryEvent) => void;
 }
 
 /**

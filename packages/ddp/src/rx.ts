@@ -4,7 +4,9 @@
  * posted receive buffer. Emits placement per tagged segment, delivery per complete message, and one
  * error (then the stream drops every later segment, §7.1).
  */
+
 import type { Ulpdu } from '@rddp/llp';
+import type { Subject } from 'rxjs';
 import {
   DDP_TAGGED_HEADER_LENGTH,
   DDP_UNTAGGED_HEADER_LENGTH,
@@ -40,11 +42,14 @@ import { regionOffset } from './stag-table.js';
 /** RDMAP header octets after an untagged DDP header that a Terminate may copy (RFC 5040 §4.8: up to 28). */
 const ULP_HEADER_COPY = 28;
 
+/** Where the receive path's events go: the ULP's direct consumer first, then the stream's observers. */
 export interface ReceiverSinks {
-  /** Whether anyone listens for placement events (none are built otherwise). */
-  wantsPlacement(): boolean;
-  placement(e: PlacementEvent): void;
-  delivery(e: DeliveryEvent): void;
+  /** Placement events, built only when observed. */
+  readonly placements: Subject<PlacementEvent>;
+  /** The ULP's direct consumer of Deliveries (`DdpStreamOptions.onDelivery`), called first. */
+  readonly delivery: ((e: DeliveryEvent) => void) | undefined;
+  /** Deliveries for observers (`delivery$`). */
+  readonly deliveries: Subject<DeliveryEvent>;
   error(e: DdpErrorEvent): void;
 }
 
@@ -172,11 +177,12 @@ export class Receiver {
     this.taggedRun += n;
     const last = (c & DDP_L_FLAG) !== 0;
     const rsvdUlp = b[1] as number;
-    if (this.out.wantsPlacement()) this.out.placement({ stag, to: BigInt(off) + r.baseTo, length: n, last, rsvdUlp });
+    if (this.out.placements.observed)
+      this.out.placements.next({ stag, to: BigInt(off) + r.baseTo, length: n, last, rsvdUlp });
     if (last && o.reliable) {
       const length = this.taggedRun;
       this.taggedRun = 0;
-      this.out.delivery({ tagged: true, stag, rsvdUlp, length, segment: u });
+      this.emitDelivery({ tagged: true, stag, rsvdUlp, length, segment: u });
     }
     return true;
   }
@@ -238,14 +244,14 @@ export class Receiver {
       copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer, offset, n);
     }
     this.taggedRun += n;
-    if (this.out.wantsPlacement())
-      this.out.placement({ stag: h.stag, to: h.to, length: n, last: h.last, rsvdUlp: h.rsvdUlp });
+    if (this.out.placements.observed)
+      this.out.placements.next({ stag: h.stag, to: h.to, length: n, last: h.last, rsvdUlp: h.rsvdUlp });
     // Tagged messages carry no sequence number, so a duplicate L=1 segment cannot be told from a new message:
     // on an unreliable LLP DDP gives no tagged reception indication at all (DDPP core draft §3.3/§3.4: "if any").
     if (h.last && o.reliable) {
       const length = this.taggedRun;
       this.taggedRun = 0;
-      this.out.delivery({ tagged: true, stag: h.stag, rsvdUlp: h.rsvdUlp, length, segment: u });
+      this.emitDelivery({ tagged: true, stag: h.stag, rsvdUlp: h.rsvdUlp, length, segment: u });
     }
   }
 
@@ -336,9 +342,15 @@ export class Receiver {
     }
   }
 
+  /** A Delivery (RFC 5041 §5.4): to the ULP's direct consumer, then to observers. */
+  private emitDelivery(e: DeliveryEvent): void {
+    this.out.delivery?.(e);
+    if (this.out.deliveries.observed) this.out.deliveries.next(e);
+  }
+
   private deliver(q: UntaggedQueue, s: ReceiveSlot, segment: Ulpdu): void {
     q.complete(s);
-    this.out.delivery({
+    this.emitDelivery({
       segment,
       tagged: false,
       qn: q.qn,

@@ -117,9 +117,9 @@ export class DdpStream implements DdpStreamApi {
         ulpTaggedFastCheck: options.ulpTaggedFastCheck,
       },
       {
-        wantsPlacement: () => this.placements.observed,
-        placement: (e) => this.placements.next(e),
-        delivery: (e) => this.deliveries.next(e),
+        placements: this.placements,
+        delivery: options.onDelivery,
+        deliveries: this.deliveries,
         error: (e) => this.onError(e),
       },
     );

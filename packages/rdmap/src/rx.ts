@@ -45,8 +45,13 @@ function currentSegment(st: StreamState): TerminatedSegment {
   return segmentOf(st.current);
 }
 
+/** DDP's direct consumer of Deliveries for `st` (`DdpStreamOptions.onDelivery`). */
+export function deliveryTo(st: StreamState): (ev: DeliveryEvent) => void {
+  return (ev) => onDelivery(st, ev);
+}
+
 /** A DDP Message was Delivered (RFC 5041 §5.4). */
-export function onDelivery(st: StreamState, ev: DeliveryEvent): void {
+function onDelivery(st: StreamState, ev: DeliveryEvent): void {
   if (st.rxBlocked) return;
   st.current = ev.segment;
   // The opcode table names the handler (every segment passed ulpCheck, so the row exists and fits).

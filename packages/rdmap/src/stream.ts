@@ -33,7 +33,7 @@ import {
   type RdmapVersion,
 } from './opcode.js';
 import { addReceive } from './receive-queue.js';
-import { onDelivery } from './rx.js';
+import { deliveryTo } from './rx.js';
 import { taggedFastCheckFor, ulpCheckFor } from './rx-check.js';
 import type { RdmapStreamState } from './state.js';
 import { type RdmapStagTable, StreamState } from './stream-state.js';
@@ -180,6 +180,7 @@ export class RdmapStream {
       // RFC 5040 §6.1: receives first (released by `start`), and the initiator's first message frees a
       // responder that holds its own.
       startPaused: true,
+      onDelivery: deliveryTo(st), // the hot path: a direct call, no subscription
       onFirstSegment: () => {
         if (!st.held.value) return;
         st.held.next(false);
@@ -199,7 +200,6 @@ export class RdmapStream {
     if (this.extensions.atomics)
       for (let i = 0; i < this.ord; i++)
         this.ddp.postReceive(ATOMIC_RESPONSE_QUEUE, new Uint8Array(ATOMIC_RESPONSE_HEADER_LENGTH));
-    this.ddp.delivery$.subscribe((ev) => onDelivery(st, ev));
     this.ddp.error$.subscribe((ev) => onDdpError(st, ev));
     this.ddp.closed$.subscribe((ev) => onDdpClosed(st, ev));
     // RFC 5040 §4.8 Figure 9, Layer LLP: an LLP receive error (MPA CRC, RFC 5044 §8) is answered with a
