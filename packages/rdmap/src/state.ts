@@ -6,9 +6,10 @@
  *    │                  │
  *    ├──Terminate sent/received (§5.4, §6.2.1)──▶ terminate ──(LLP closed)──▶ error
  *    └──LLP failure (§6.2 LLP Abortive Termination) or abort()──────────────▶ error
+ *
+ * The table lives here; the machine that runs it (`StreamStateMachine`) is part of the stream's one state,
+ * stream-state.ts, as siw keeps the QP state in `struct siw_qp`.
  */
-import { BehaviorSubject, type Observable } from 'rxjs';
-
 export type RdmapStreamState = 'rts' | 'closing' | 'terminate' | 'error' | 'closed';
 
 const ALLOWED: Readonly<Record<RdmapStreamState, readonly RdmapStreamState[]>> = {
@@ -22,34 +23,4 @@ const ALLOWED: Readonly<Record<RdmapStreamState, readonly RdmapStreamState[]>> =
 /** Whether the state machine allows `from → to`. */
 export function canTransition(from: RdmapStreamState, to: RdmapStreamState): boolean {
   return ALLOWED[from].includes(to);
-}
-
-/** The current state and its changes; refuses transitions the machine does not have. */
-export class StreamStateMachine {
-  private readonly subject = new BehaviorSubject<RdmapStreamState>('rts');
-
-  get state(): RdmapStreamState {
-    return this.subject.value;
-  }
-  /** Emits the current state on subscribe and every change; completes in `error` or `closed`. */
-  get state$(): Observable<RdmapStreamState> {
-    return this.subject.asObservable();
-  }
-  /** Moves to `to`; returns false (and stays) if the machine has no such transition. */
-  to(to: RdmapStreamState): boolean {
-    const from = this.subject.value;
-    if (!canTransition(from, to)) return false;
-    this.subject.next(to);
-    if (to === 'error' || to === 'closed') this.subject.complete();
-    return true;
-  }
-  /** True while new operations may be posted. */
-  get accepting(): boolean {
-    return this.subject.value === 'rts';
-  }
-  /** True while messages may still be transmitted (RTS, or draining during a graceful close). */
-  get transmitting(): boolean {
-    const s = this.subject.value;
-    return s === 'rts' || s === 'closing';
-  }
 }

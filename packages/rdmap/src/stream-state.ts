@@ -7,14 +7,14 @@
  */
 import type { DdpSendSink, DdpStreamApi, MemoryRegion } from '@rddp/ddp';
 import { Fifo, type Ulpdu } from '@rddp/llp';
-import { BehaviorSubject, ReplaySubject, Subject } from 'rxjs';
+import { BehaviorSubject, type Observable, ReplaySubject, Subject } from 'rxjs';
 import type { AtomicResponseHeader } from './atomic.js';
 import { OutstandingAtomics } from './atomic.js';
 import type { RdmapError } from './errors.js';
 import type { ReadRequestHeader } from './header.js';
 import type { RdmapExtension, RdmapVersion } from './opcode.js';
 import { OutstandingReads } from './read.js';
-import { StreamStateMachine } from './state.js';
+import { canTransition, type RdmapStreamState } from './state.js';
 import type { TerminatedSegment } from './terminate.js';
 import type {
   CompletionStatus,
@@ -25,6 +25,36 @@ import type {
   ReceiveCompletion,
   SendCompletion,
 } from './types.js';
+
+/** The current state and its changes; refuses transitions the machine does not have. */
+export class StreamStateMachine {
+  private readonly subject = new BehaviorSubject<RdmapStreamState>('rts');
+
+  get state(): RdmapStreamState {
+    return this.subject.value;
+  }
+  /** Emits the current state on subscribe and every change; completes in `error` or `closed`. */
+  get state$(): Observable<RdmapStreamState> {
+    return this.subject.asObservable();
+  }
+  /** Moves to `to`; returns false (and stays) if the machine has no such transition. */
+  to(to: RdmapStreamState): boolean {
+    const from = this.subject.value;
+    if (!canTransition(from, to)) return false;
+    this.subject.next(to);
+    if (to === 'error' || to === 'closed') this.subject.complete();
+    return true;
+  }
+  /** True while new operations may be posted. */
+  get accepting(): boolean {
+    return this.subject.value === 'rts';
+  }
+  /** True while messages may still be transmitted (RTS, or draining during a graceful close). */
+  get transmitting(): boolean {
+    const s = this.subject.value;
+    return s === 'rts' || s === 'closing';
+  }
+}
 
 /** The STag table RDMAP needs: DDP's lookup, plus invalidation for Send with Invalidate (§5.3). */
 export interface RdmapStagTable {

@@ -2,7 +2,8 @@ import { Access, type MemoryRegion } from '@rddp/ddp';
 import { describe, expect, it } from 'vitest';
 import { RdmaErrorCode, RdmaErrorType, type RdmapStreamState } from '../src/index.js';
 import { checkReadSource, OutstandingReads } from '../src/read.js';
-import { canTransition, StreamStateMachine } from '../src/state.js';
+import { canTransition } from '../src/state.js';
+import { StreamStateMachine } from '../src/stream-state.js';
 
 describe('RFC 5040 §6 stream states', () => {
   it('RFC 5040 §6.2: RTS may close gracefully, terminate or fail; a Terminate ends in error', () => {

@@ -26,8 +26,7 @@ import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionEr
 import { type Pending, type Settle, WrToken } from './pending.js';
 import { QueuePairConveniences } from './qp-promises.js';
 import type { RecvWorkRequest, SendWorkRequest, WcStatus, WorkCompletion } from './types.js';
-import { count, positive } from './validate.js';
-import { receiveBuffer, type TranslatedSend, translateSend, type WrLimits } from './work-requests.js';
+import { count, positive, receiveBuffer, type TranslatedSend, translateSend, type WrLimits } from './work-requests.js';
 
 export interface QpInit {
   readonly sendCq: CompletionQueue;

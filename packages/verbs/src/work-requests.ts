@@ -1,9 +1,12 @@
 /**
- * Work request validation and translation: a send work request (ibv_send_wr) checked against its queue
- * pair and turned into the RDMAP operation that carries it (RFC 5040 §5.1–5.3; RFC 7306), a receive work
- * request into its receive buffer. Everything is checked before anything is posted.
+ * The queue pair's edge: a send work request (ibv_send_wr) checked against its queue pair and turned into
+ * the RDMAP operation that carries it (RFC 5040 §5.1–5.3; RFC 7306), a receive work request into its
+ * receive buffer, and the caller input checks they use — STags (32 bits, RFC 5040 §2.2), Tagged Offsets
+ * and RFC 7306 operands (64 bits unsigned, RFC 5041 §5.1.1), the queue pair's limits. Everything is
+ * checked before anything of a list is posted (a bad one posts none). Every layer checks what enters
+ * through its own public methods: RDMAP's `postSend` and DDP's sends check their input whoever calls them.
  */
-import { Access } from '@rddp/ddp';
+import { Access, stagHex as hex, TWO_64, MAX_U64 as U64_MAX } from '@rddp/ddp';
 import {
   ATOMIC_OPERAND_LENGTH,
   AtomicOpcode,
@@ -21,7 +24,7 @@ import {
   SgeRangeError,
   VerbsError,
 } from './errors.js';
-import type { Mr, Sge } from './mr.js';
+import type { Mr, RemoteBuffer, Sge } from './mr.js';
 import type {
   AtomicCmpSwapWr,
   AtomicFetchAddWr,
@@ -33,7 +36,47 @@ import type {
   WcOpcode,
   WrId,
 } from './types.js';
-import { checkRemote, checkStag, checkU64, hex } from './validate.js';
+
+/** TOs from which a message of under 2^32 octets could pass 2^64. */
+const LAST_WINDOW = TWO_64 - 0x1_0000_0000n;
+
+/** The largest STag (32 bits). */
+const MAX_STAG = 0xffff_ffff;
+
+function checkStag(stag: number, what: string): void {
+  if (!Number.isInteger(stag) || stag < 0 || stag > MAX_STAG)
+    throw new InvalidWorkRequestError(`${what} ${stag} is not a 32-bit unsigned integer`);
+}
+
+function checkU64(v: bigint, what: string): bigint {
+  if (typeof v !== 'bigint' || v < 0n || v > U64_MAX)
+    throw new InvalidWorkRequestError(`${what} ${String(v)} is not a 64-bit unsigned bigint`);
+  return v;
+}
+
+/** The peer's STag and TO; with `length`, the TO + length must not wrap 2^64 (RFC 5041 §7.1). */
+function checkRemote(remote: RemoteBuffer | undefined, length?: number): RemoteBuffer {
+  if (remote === undefined) throw new InvalidWorkRequestError('the work request has no remote buffer');
+  checkStag(remote.stag, 'remote STag');
+  checkU64(remote.to, 'remote TO');
+  // A length is below 2^32: only a TO in the last 2^32 octets can wrap (one comparison, no bigint made).
+  if (length !== undefined && remote.to > LAST_WINDOW && remote.to + BigInt(length) > TWO_64)
+    throw new InvalidWorkRequestError('the remote TO + length wraps 2^64 (RFC 5041 §7.1)');
+  return remote;
+}
+
+/** A limit of at least 1. */
+export function positive(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 1) throw new InvalidWorkRequestError(`${what} must be a positive integer, got ${n}`);
+  return n;
+}
+
+/** A count of at least 0. */
+export function count(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidWorkRequestError(`${what} must be a non-negative integer, got ${n}`);
+  return n;
+}
 
 /** What a work request is checked against: its queue pair's domain, limits and RFC 7306 extensions. */
 export interface WrLimits {
