@@ -342,9 +342,21 @@ export class Receiver {
     }
   }
 
-  /** A Delivery (RFC 5041 §5.4): to the ULP's direct consumer, then to observers. */
+  /**
+   * A Delivery (RFC 5041 §5.4): to the ULP's direct consumer, then to observers. A consumer that throws
+   * does not stop the receive path (the rest of the LLP's chunk is still read): its error is reported
+   * asynchronously, as an RxJS subscriber's would be.
+   */
   private emitDelivery(e: DeliveryEvent): void {
-    this.out.delivery?.(e);
+    const direct = this.out.delivery;
+    if (direct !== undefined)
+      try {
+        direct(e);
+      } catch (err) {
+        setTimeout(() => {
+          throw err;
+        });
+      }
     if (this.out.deliveries.observed) this.out.deliveries.next(e);
   }
 

@@ -299,18 +299,15 @@ export class QueuePair extends QueuePairConveniences {
       settle,
       result: t.result,
     });
-    const request: RdmapWorkRequest =
-      wr.fence || wr.signal
-        ? {
-            op: t.op,
-            localStags: t.localStags,
-            context,
-            ...(wr.fence ? { fence: true } : {}),
-            ...(wr.signal ? { signal: wr.signal } : {}),
-          }
-        : { op: t.op, localStags: t.localStags, context };
+    const plain: RdmapWorkRequest = { op: t.op, localStags: t.localStags, context };
+    const request = wr.fence || wr.signal ? { ...plain, fence: wr.fence === true, signal: wr.signal } : plain;
     this.sqOutstanding++;
-    stream.postSend(request);
+    try {
+      stream.postSend(request);
+    } catch (e) {
+      this.sqOutstanding--; // refused by RDMAP: it holds no place
+      throw e;
+    }
   }
 
   /** Checks a receive work request, the `ahead`-th of those posted together (each takes a place in the queue). */

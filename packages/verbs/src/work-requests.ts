@@ -179,7 +179,7 @@ function translate(wr: SendWorkRequest, q: WrLimits): TranslatedSend {
         op: {
           type: 'read',
           sinkStag: sge.mr.stag,
-          sinkTo: sge.mr.baseTo + BigInt(offset),
+          sinkTo: checkU64(sge.mr.baseTo + BigInt(offset), 'the Data Sink TO'),
           size: length,
           srcStag: remote.stag,
           srcTo: remote.to,

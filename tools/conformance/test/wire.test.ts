@@ -277,6 +277,18 @@ describe('FPDUs (RFC 5044 §4)', () => {
       }
   });
 
+  it('a short pad is named even when its FPDU is the last thing sent, or arrives octet by octet', () => {
+    for (const markers of [false, true]) {
+      const bad = encodeFpdu(new Uint8Array(20).fill(3), { crc: true, markers, padOverride: 0 }); // 2 due
+      const whole = new FpduReader({ crc: true, markers }).push(bad);
+      expect(whole.map((f) => f.violations[0]?.code)).toEqual(['mpa-pad-length']);
+      const r = new FpduReader({ crc: true, markers });
+      const got = [...bad].flatMap((b) => r.push(Uint8Array.of(b)));
+      expect(got.map((f) => f.violations[0]?.code)).toEqual(['mpa-pad-length']);
+      expect(r.buffered).toBe(0);
+    }
+  });
+
   it('holds at most one FPDU however many octets a peer sends', () => {
     const r = new FpduReader({ crc: true, markers: true });
     // ULPDU_Length 0xffff, then never the rest.

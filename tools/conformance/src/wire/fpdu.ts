@@ -274,27 +274,60 @@ export class FpduReader {
     return field === crc32cUpdate(0, this.buf.subarray(this.head, this.head + crcStart));
   }
 
+  /**
+   * The FPDU framed with the first of `candidates` pad lengths (other than the `right` one) under which its
+   * CRC is good, reported as the pad fault it is (RFC 5044 §4.1); undefined when none is.
+   */
+  private padFault(ulpduLength: number, right: number, candidates: readonly number[]): Fpdu | undefined {
+    for (const other of candidates) {
+      if (other === right || !this.crcGoodWithPad(ulpduLength, other)) continue;
+      const f = this.next(other);
+      if (!f) return undefined;
+      return {
+        ...f,
+        violations: [
+          reject(
+            'mpa-pad-length',
+            'RFC 5044 §4.1',
+            `${other} pad octet(s) after a ${ulpduLength}-octet ULPDU: the pad makes the FPDU (ULPDU_Length field, ULPDU, pad) a multiple of 4 octets, so ${right} are due (the CRC is good where the sender's pad ends)`,
+          ),
+          ...f.violations,
+        ],
+      };
+    }
+    return undefined;
+  }
+
   private next(padFound?: number): Fpdu | undefined {
     const head = this.walk(2);
     if (!head) return undefined;
     const lenField = this.content(0, 2);
     const ulpduLength = ((lenField[0] as number) << 8) | (lenField[1] as number);
     const pad = padFound ?? padLength(ulpduLength);
+    // Not all here under the right pad: a sender whose pad is shorter may have sent its whole FPDU.
+    const shorter = () =>
+      padFound === undefined && this.options.crc
+        ? this.padFault(
+            ulpduLength,
+            pad,
+            Array.from({ length: pad }, (_, i) => i),
+          )
+        : undefined;
     const beforeCrc = 2 + ulpduLength + pad;
     const body = this.walk(beforeCrc);
-    if (!body) return undefined;
+    if (!body) return shorter();
     // A Marker due right after the pad sits before the CRC (and is covered by it).
     let crcStart = body.wire;
     const markers = [...body.markers];
     if (this.options.markers && toNextMarker(this.pos + crcStart) === 0) {
-      if (crcStart + MARKER_LENGTH > this.bufLen) return undefined;
+      if (crcStart + MARKER_LENGTH > this.bufLen) return shorter();
       markers.push(crcStart);
       crcStart += MARKER_LENGTH;
     }
     const all = this.walk(beforeCrc + 4);
-    if (!all) return undefined;
+    if (!all) return shorter();
     const wireLength = Math.max(all.wire, crcStart + 4);
-    if (wireLength > this.bufLen) return undefined;
+    if (wireLength > this.bufLen) return shorter();
     for (const m of all.markers) if (!markers.includes(m)) markers.push(m);
 
     const violations: Violation[] = [];
@@ -308,22 +341,8 @@ export class FpduReader {
       crcVerdict = crcField === crcComputed ? 'good' : 'bad';
       if (crcVerdict === 'bad' && padFound === undefined) {
         // The sender's pad may be wrong: its CRC then sits (and is good) where its own pad ends.
-        const right = pad;
-        for (const other of [0, 1, 2, 3, 4])
-          if (other !== right && this.crcGoodWithPad(ulpduLength, other)) {
-            const f = this.next(other) as Fpdu;
-            return {
-              ...f,
-              violations: [
-                reject(
-                  'mpa-pad-length',
-                  'RFC 5044 §4.1',
-                  `${other} pad octet(s) after a ${ulpduLength}-octet ULPDU: the pad makes the FPDU (ULPDU_Length field, ULPDU, pad) a multiple of 4 octets, so ${right} are due (the CRC is good where the sender's pad ends)`,
-                ),
-                ...f.violations,
-              ],
-            };
-          }
+        const f = this.padFault(ulpduLength, pad, [0, 1, 2, 3, 4]);
+        if (f) return f;
       }
       if (crcVerdict === 'bad')
         violations.push(
