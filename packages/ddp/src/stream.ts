@@ -29,44 +29,43 @@ import { Transmitter } from './tx.js';
 /** At or below 2^63 no message (< 2^53 octets) can wrap the TO space: the exact check is skipped. */
 const TO_NO_WRAP = 1n << 63n;
 
-function payloadLength(parts: readonly Uint8Array[]): number {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  return n;
-}
-
 /** Caller input of a send: a 32-bit value (RFC 5041 §4.2 STag, §4.3 QN). */
 function checkU32(name: string, v: number): void {
   if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff)
     throw new DdpInvalidArgumentError(`${name} ${v} is not a 32-bit unsigned integer`);
 }
 
-function checkPayload(parts: readonly Uint8Array[]): void {
-  for (const p of parts)
+/** Checks the payload parts and returns their total length (one pass: this runs on every send). */
+function checkPayload(parts: readonly Uint8Array[]): number {
+  let n = 0;
+  for (const p of parts) {
     if (!(p instanceof Uint8Array)) throw new DdpInvalidArgumentError('payload parts must be Uint8Arrays');
+    n += p.byteLength;
+  }
+  return n;
 }
 
-/** Caller input of a tagged send (RFC 5041 §4.2, §7.1), checked once where it enters. */
-function checkTaggedSend(stag: number, to: bigint, rsvdUlp: number, payload: readonly Uint8Array[]): void {
+/** Caller input of a tagged send (RFC 5041 §4.2, §7.1), checked where it enters; returns the payload length. */
+function checkTaggedSend(stag: number, to: bigint, rsvdUlp: number, payload: readonly Uint8Array[]): number {
   checkU32('STag', stag);
   if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
     throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
   if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
     throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
-  checkPayload(payload);
-  const n = payloadLength(payload);
+  const n = checkPayload(payload);
   if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
     throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
+  return n;
 }
 
-/** Caller input of an untagged send (RFC 5041 §4.3): QN, RsvdULP, a message the 32-bit MO can address. */
-function checkUntaggedSend(qn: number, rsvdUlp: number, payload: readonly Uint8Array[]): void {
+/** Caller input of an untagged send (RFC 5041 §4.3): QN, RsvdULP, a message the 32-bit MO can address; returns its length. */
+function checkUntaggedSend(qn: number, rsvdUlp: number, payload: readonly Uint8Array[]): number {
   checkU32('QN', qn);
   if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > MAX_UNTAGGED_RSVDULP)
     throw new DdpInvalidArgumentError(`untagged RsvdULP ${rsvdUlp} is not 40 bits (RFC 5041 §4.3)`);
-  checkPayload(payload);
-  const n = payloadLength(payload);
+  const n = checkPayload(payload);
   if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
+  return n;
 }
 
 export class DdpStream implements DdpStreamApi {
@@ -194,8 +193,7 @@ export class DdpStream implements DdpStreamApi {
     onHanded?: () => void,
   ): void {
     this.assertCanSend();
-    checkTaggedSend(stag, to, rsvdUlp, payload);
-    const n = payloadLength(payload);
+    const n = checkTaggedSend(stag, to, rsvdUlp, payload);
     this.tx.checkRoom();
     this.tx.enqueue(true, stag, to, 0, -1, rsvdUlp, payload, n, sink, signal, onHanded);
   }
@@ -226,8 +224,7 @@ export class DdpStream implements DdpStreamApi {
     onHanded?: () => void,
   ): number {
     this.assertCanSend();
-    checkUntaggedSend(qn, rsvdUlp, payload);
-    const n = payloadLength(payload);
+    const n = checkUntaggedSend(qn, rsvdUlp, payload);
     // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
     this.tx.checkRoom();
     const msn = this.nextMsnFor(qn);

@@ -46,7 +46,7 @@ import { RdmaErrorType, TerminateLayer } from './terminate-codes.js';
 import { onDdpClosed, onDdpError, terminateWith } from './terminate-path.js';
 import { post, pump } from './tx.js';
 import type { RdmapClosedEvent, RdmapCompletion, RdmapTerminateEvent, RdmapWorkRequest } from './types.js';
-import { checkOrd, checkWorkRequest, messageLength } from './validate.js';
+import { checkOrd, checkWorkRequest } from './validate.js';
 
 export interface RdmapStreamOptions {
   /** `ietf` (DDP DV=1, RDMAP RV=1) or `rdmac` (DV=0, RV=0). Default `ietf`. */
@@ -275,11 +275,11 @@ export class RdmapStream {
    */
   postSend(wr: RdmapWorkRequest): void {
     if (!this.st.sm.accepting) throw new RdmapStateError(this.st.sm.state, 'post send-queue work');
-    checkWorkRequest(wr, this.extensions);
+    const length = checkWorkRequest(wr, this.extensions);
     const t = wr.op.type;
     if (t === 'read' || t === 'atomic')
       checkOrd(wr, { ord: this.ord, ordPolicy: this.ordPolicy, outstanding: () => requestsOutstanding(this.st) });
-    post(this.st, wr, messageLength(wr));
+    post(this.st, wr, length);
   }
 
   /** Posts a receive buffer for incoming Sends (QN 0, RFC 5040 §5.3); they consume them in order. */

@@ -19,19 +19,8 @@ import type { ImmediateData, RdmapWorkRequest } from './types.js';
 export const RDMAP_MAX_MESSAGE = 0xffff_ffff;
 const ATOMIC_OPCODES: readonly unknown[] = Object.values(AtomicOpcode);
 
-function totalLength(parts: readonly Uint8Array[]): number {
-  let n = 0;
-  for (const p of parts) n += p.byteLength;
-  return n;
-}
-
-/** The octets a work request moves (its payload, the Read size, the 8-octet atomic operand). */
-export function messageLength(wr: RdmapWorkRequest): number {
-  const op = wr.op;
-  if (op.type === 'write' || op.type === 'send') return totalLength(op.payload);
-  if (op.type === 'read') return op.size;
-  return op.type === 'atomic' ? ATOMIC_OPERAND_LENGTH : 0;
-}
+/** At or below 2^63 no message (< 2^32 octets) can wrap the TO space. */
+const TO_NO_WRAP = 1n << 63n;
 
 /** ORD (RFC 5040 §6.1): a Read or Atomic Request needs a slot; with `ordPolicy: 'error'` none may wait. */
 export function checkOrd(
@@ -46,18 +35,20 @@ export function checkOrd(
 
 function checkPayload(parts: readonly Uint8Array[]): number {
   if (!Array.isArray(parts)) throw new RdmapInvalidArgumentError('the payload must be an array of Uint8Arrays');
-  for (const p of parts)
+  let n = 0;
+  for (const p of parts) {
     if (!(p instanceof Uint8Array)) throw new RdmapInvalidArgumentError('payload parts must be Uint8Arrays');
-  const n = totalLength(parts);
+    n += p.byteLength;
+  }
   if (n > RDMAP_MAX_MESSAGE) throw new RdmapMessageTooLongError(n, RDMAP_MAX_MESSAGE);
   return n;
 }
 
 /**
  * Checks a work request where it enters RDMAP (`postSend`, whoever calls it); throws a typed error for bad
- * input.
+ * input. Returns the message's length in octets (what its completion reports).
  */
-export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Record<RdmapExtension, boolean>>): void {
+export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Record<RdmapExtension, boolean>>): number {
   const op = wr.op;
   switch (op.type) {
     case 'write': {
@@ -65,18 +56,20 @@ export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Reco
       if (op.immediate !== undefined) checkImmediate(extensions, op.immediate);
       checkStag(op.sinkStag, 'Data Sink STag');
       checkTo(op.sinkTo, 'Data Sink TO');
-      if (op.sinkTo + BigInt(n) > TWO_64)
+      // Below 2^63 no message can wrap: the bigint sum is made only for TOs near the top.
+      if (op.sinkTo > TO_NO_WRAP && op.sinkTo + BigInt(n) > TWO_64)
         throw new RdmapInvalidArgumentError('Data Sink TO + length wraps 2^64 (RFC 5041 §7.1)');
-      return;
+      return n;
     }
-    case 'send':
-      checkPayload(op.payload);
+    case 'send': {
+      const n = checkPayload(op.payload);
       if (op.invalidateStag !== undefined) checkStag(op.invalidateStag, 'Invalidate STag');
       if (op.immediate !== undefined) checkImmediate(extensions, op.immediate);
-      return;
+      return n;
+    }
     case 'immediate':
       checkImmediate(extensions, op);
-      return;
+      return 0;
     case 'atomic':
       if (!extensions.atomics) throw new RdmapExtensionDisabledError('atomics');
       if (!ATOMIC_OPCODES.includes(op.atomicOpcode))
@@ -89,7 +82,7 @@ export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Reco
       if (op.addOrSwapMask !== undefined) checkTo(op.addOrSwapMask, 'Add or Swap Mask');
       if (op.compareData !== undefined) checkTo(op.compareData, 'Compare Data');
       if (op.compareMask !== undefined) checkTo(op.compareMask, 'Compare Mask');
-      return;
+      return ATOMIC_OPERAND_LENGTH;
     case 'read':
       if (!Number.isInteger(op.size) || op.size < 0)
         throw new RdmapInvalidArgumentError(`RDMA Read Message Size ${op.size} is not a length`);
@@ -98,10 +91,10 @@ export function checkWorkRequest(wr: RdmapWorkRequest, extensions: Readonly<Reco
       checkStag(op.srcStag, 'Data Source STag');
       checkTo(op.sinkTo, 'Data Sink TO');
       checkTo(op.srcTo, 'Data Source TO');
-      return;
+      return op.size;
     case 'local-invalidate':
       checkStag(op.stag, 'STag');
-      return;
+      return 0;
     default:
       throw new RdmapInvalidArgumentError(`unknown operation ${String((op as { type: unknown }).type)}`);
   }
