@@ -866,6 +866,14 @@ describe('RFC 7306 §1.1 negotiation on the posting side', () => {
     expect(code({ type: 'immediate', data: -1n })).toBe('ERR_RDMAP_INVALID_ARGUMENT');
   });
 
+  it('RFC 5041 §7.1: an RDMA Write whose Data Sink TO + length passes 2^64 is refused at the call; one ending at 2^64 is taken', async () => {
+    const { a } = await rdmapPair('ietf');
+    const write = (sinkTo: bigint) => () =>
+      a.stream.postSend({ op: { type: 'write', sinkStag: 0x100, sinkTo, payload: [new Uint8Array(8)] } });
+    expect(write((1n << 64n) - 4n)).toThrow(expect.objectContaining({ code: 'ERR_RDMAP_INVALID_ARGUMENT' }));
+    expect(write((1n << 64n) - 8n)).not.toThrow();
+  });
+
   it('RFC 7306 extends RDMAP Version 1: the RDMA Consortium profile refuses the extensions', async () => {
     const peer = await rawPeer('ietf');
     expect(
