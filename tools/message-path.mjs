@@ -1,20 +1,20 @@
 #!/usr/bin/env node
 /**
- * How many source files one message crosses (issue 36): an RDMA Write from `postSend` to the LLP's
- * `send`, and a received Send from the LLP's delivery to its completion. Measured, not read: V8's
- * precise coverage (call counts per function) is reset right before the first step and taken at the
- * last, so every function that ran in between — and only those — is counted, with its file.
+ * How many source files one message crosses, and in what order: an RDMA Write from `postSend` to the
+ * LLP's `send`, and a received Send from the LLP's delivery to its completion. Measured, not read: every
+ * function of the built packages reports its entry (message-path-hooks.mjs instruments them as they
+ * load), recording starts right before the first step and stops at the last, and a call counts as
+ * entering a file when its caller is in another file. A file entered twice means the path went back to a
+ * file it had left; calls within a file and returns are not entries.
  *
- *   node tools/message-path.mjs [--max-files N] [--json]
+ *   node tools/message-path.mjs [--max-files N] [--json]   (RDDP_MESSAGE_PATH_DEBUG=1: each entry, caller and callee, on stderr)
  *
  * Runs on the built packages (`pnpm build` first) over the loopback LLP, both ends in this process.
+ * Files are listed in the order the message enters them.
  * Exit 1 when a path crosses more than --max-files files (default: no limit).
  */
-import { Session } from 'node:inspector';
+import { register } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { loopbackModule } from '@rddp/llp-loopback';
-import { createStack } from '@rddp/stack';
-import { Access } from '@rddp/verbs';
 import { firstValueFrom } from 'rxjs';
 
 const args = process.argv.slice(2);
@@ -22,38 +22,40 @@ const maxFiles = args.includes('--max-files') ? Number(args[args.indexOf('--max-
 const json = args.includes('--json');
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-const session = new Session();
-session.connect();
-/** In-process inspector calls answer synchronously: the snapshot is taken where it is asked for. */
-function post(method, params = {}) {
-  let out;
-  let err;
-  session.post(method, params, (e, r) => {
-    err = e;
-    out = r;
-  });
-  if (err) throw err;
-  if (out === undefined) throw new Error(`${method}: no synchronous answer from the inspector`);
-  return out;
-}
-post('Profiler.enable');
-post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
-
-/** Source files (packages/*\/src, as built to dist) whose functions ran since the last take. */
-function take() {
-  const { result } = post('Profiler.takePreciseCoverage');
-  const files = new Set();
-  for (const script of result) {
-    if (!script.url.startsWith('file://')) continue;
-    const path = fileURLToPath(script.url);
-    const m = /\/(packages\/[^/]+)\/dist\/(.+)\.js$/.exec(path);
-    if (!m || !path.startsWith(root)) continue;
-    // The module's top-level function counts its load, not a call on the path.
-    if (script.functions.some((f) => f.functionName !== '' && f.ranges[0].count > 0))
-      files.add(`${m[1]}/src/${m[2]}.ts`);
+// Every function of the built packages reports its entry (message-path-hooks.mjs); a call counts as
+// entering a file when its caller is in another file (or outside the packages). A file entered twice on
+// one path means the path went back to a file it had left.
+register('./message-path-hooks.mjs', import.meta.url, { data: { root } });
+const trace = { on: false, entries: [] };
+const distFile = (frame) => {
+  const m = /\/(packages\/[^/]+)\/dist\/(.+)\.js:\d+:\d+\)?$/.exec(frame ?? '');
+  return m && frame.includes(root) ? `${m[1]}/src/${m[2]}.ts` : undefined;
+};
+globalThis.__rddpEnter = (file) => {
+  if (!trace.on) return;
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 3;
+  const frames = new Error().stack.split('\n'); // Error, this function, the entered one, its caller
+  Error.stackTraceLimit = limit;
+  if (distFile(frames[3]) !== file) {
+    trace.entries.push(file);
+    if (process.env.RDDP_MESSAGE_PATH_DEBUG) console.error(`${file}: ${frames[2].trim()} <- ${frames[3]?.trim()}`);
   }
-  return [...files].sort();
+};
+/** Starts recording entries; returns what was recorded before. */
+function traceFrom() {
+  const before = trace.entries;
+  trace.entries = [];
+  trace.on = true;
+  return before;
 }
+function traceStop() {
+  trace.on = false;
+  return trace.entries;
+}
+const { loopbackModule } = await import('@rddp/llp-loopback');
+const { createStack } = await import('@rddp/stack');
+const { Access } = await import('@rddp/verbs');
 
 const server = createStack(loopbackModule());
 const client = createStack(loopbackModule());
@@ -108,50 +110,58 @@ for (let i = 0; i < 3; i++) {
 }
 
 // An RDMA Write (RFC 5040 §5.1): postSend → the LLP's send.
-let writePath;
+let writeEntries;
 onLlpSend = () => {
-  writePath = take();
+  writeEntries = traceStop();
 };
 const writeDone = new Promise((resolve) => {
   onWriteWc = resolve;
 });
 const wr = { opcode: 'rdma-write', wrId: 'measured', signaled: true, sgList: [data.sge()], remote: exposed.remote() };
-take(); // the work request is built first: only postSend and what it calls are measured
+traceFrom(); // the work request is built first: only postSend and what it calls are measured
 qp.postSend(wr);
 await writeDone;
 
 // A received Send (RFC 5040 §5.3): the LLP's delivery → its completion on the receive CQ.
-let sendPath;
+let sendEntries;
 peer.postRecv({ wrId: 'measured', sgList: [inbox.sge()] });
 const received = new Promise((resolve) => {
   onRecvWc = (wc) => {
-    sendPath = take();
+    sendEntries = traceStop();
     resolve(wc);
   };
 });
-onLlpDeliver = () => take();
+onLlpDeliver = () => traceFrom();
 await qp.send(data.sge());
 const wc = await received;
-if (!writePath || !sendPath || wc.byteLen !== 1024)
+if (!writeEntries || !sendEntries || wc.byteLen !== 1024)
   throw new Error('the measured messages did not take the expected paths');
 
 await qp.close();
-session.disconnect();
 
 /** The LLP contract and the transports are the boundary, not the path: listed apart. */
 const isLlp = (f) => /^packages\/llp(-[^/]+)?\//.test(f);
 const rows = Object.fromEntries(
   Object.entries({
-    'RDMA Write: postSend → LLP send': writePath,
-    'received Send: LLP delivery → receive completion': sendPath,
-  }).map(([what, files]) => [what, { files: files.filter((f) => !isLlp(f)), llp: files.filter(isLlp) }]),
+    'RDMA Write: postSend → LLP send': writeEntries,
+    'received Send: LLP delivery → receive completion': sendEntries,
+  }).map(([what, entries]) => {
+    const steps = entries.filter((f) => !isLlp(f));
+    const reentered = [...new Set(steps.filter((f, i) => steps.indexOf(f) !== i))];
+    const files = [...new Set(steps)];
+    return [what, { files, llp: [...new Set(entries.filter(isLlp))], entries: steps, reentered }];
+  }),
 );
 if (json) console.log(JSON.stringify(rows, null, 2));
 else
-  for (const [what, { files, llp }] of Object.entries(rows)) {
+  for (const [what, { files, llp, entries, reentered }] of Object.entries(rows)) {
     console.log(`${what}: ${files.length} files (and ${llp.length} of the LLP it calls)`);
     for (const f of files) console.log(`  ${f}`);
     for (const f of llp) console.log(`  (llp) ${f}`);
+    console.log(
+      `  entered in this order: ${entries.map((f) => f.replace(/^packages\/|\/src|\.ts$/g, '')).join(' → ')}`,
+    );
+    console.log(`  entered more than once: ${reentered.length === 0 ? 'none' : reentered.join(', ')}`);
   }
 const over = Object.entries(rows).filter(([, r]) => r.files.length > maxFiles);
 if (over.length > 0) {

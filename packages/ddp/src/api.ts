@@ -200,12 +200,18 @@ export type UlpSegmentCheck = (
   region: MemoryRegion | undefined,
 ) => UlpCheckFailure | undefined;
 /**
- * An optional shortcut for the common tagged segment: given the segment's RsvdULP octet, the region its
- * STag names (valid, this stream's PD, the octets in bounds) and its payload length, return true only
- * when `ulpCheck` would accept the segment. DDP then places it without building a header object; false
- * sends it through `ulpCheck` as usual.
+ * What a ULP accepts without running its check (`ulpCheck`), by the segment's first RsvdULP octet (RDMAP:
+ * its control octet, RFC 5040 §4.1) — data, not a call, so the common segment costs DDP no upcall before
+ * placement. DDP places such a segment once its own §7.1 checks pass and asks `ulpCheck` about every other
+ * one. The ULP owns the tables and changes them as its state changes (RDMAP clears them when it stops
+ * placing, RFC 5040 §5.4, so every later segment meets its check).
  */
-export type UlpTaggedFastCheck = (rsvdUlp: number, region: MemoryRegion, payloadLength: number) => boolean;
+export interface UlpAcceptTable {
+  /** Tagged, 256 entries: the access bits the region must grant (e.g. `Access.RemoteWrite`); 0 asks `ulpCheck`. */
+  readonly tagged: Uint8Array;
+  /** Untagged, one 256-entry table per QN: 1 accepts, 0 asks `ulpCheck`. */
+  readonly untagged: readonly Uint8Array[];
+}
 
 export interface UlpCheckFailure {
   readonly layer: 'rdmap';
@@ -225,8 +231,8 @@ export interface DdpStreamOptions {
   readonly queues?: number;
   /** Optional ULP check run on every incoming segment before any byte is placed. */
   readonly ulpCheck?: UlpSegmentCheck;
-  /** With `ulpCheck`: its shortcut for tagged segments it surely accepts (see `UlpTaggedFastCheck`). */
-  readonly ulpTaggedFastCheck?: UlpTaggedFastCheck;
+  /** With `ulpCheck`: the segments it accepts without being asked (see `UlpAcceptTable`). */
+  readonly ulpAccepts?: UlpAcceptTable;
   /**
    * What the LLP promises (its connection's capabilities). Ordered LLPs get the strict MO check (each
    * segment continues where the last ended); unreliable ones have duplicates of completed messages
@@ -235,8 +241,8 @@ export interface DdpStreamOptions {
   readonly llpCapabilities?: { readonly reliable: boolean; readonly ordered: boolean };
   /**
    * Messages the transmit queue holds before they are handed to the LLP (the LLP pushing back). A send
-   * beyond it is refused with `DdpSendQueueFullError`; callers watch `sendQueueLength` and the `onHanded`
-   * callback to stay below it. Default 1024.
+   * beyond it is refused with `DdpSendQueueFullError`; callers watch `sendQueueLength` (or count the
+   * `onHanded` callbacks) to stay below it. Default 1024.
    */
   readonly maxSendQueue?: number;
   /**

@@ -3,7 +3,13 @@
  * consumed in MSN order; the MSN of the first posted buffer is 1 (§5.1.2). A message is complete once
  * all of its octets, the L=1 segment's included, are placed (§5.3 rule 5); then it is delivered.
  */
-import type { FlushedReceive } from './api.js';
+import { type DdpUntaggedHeader, type FlushedReceive, UntaggedErrorCode } from './api.js';
+
+/** Why a segment cannot be placed in its queue (RFC 5041 §7.2, Untagged Buffer Error codes). */
+export interface UntaggedFault {
+  readonly code: number;
+  readonly message: string;
+}
 
 export interface ReceiveSlot {
   readonly msn: number;
@@ -72,15 +78,65 @@ export class UntaggedQueue {
    * a message inside it that already completed: "MSN range is not valid"; beyond the last posted buffer:
    * "no buffer available" (§7.2).
    */
-  lookup(msn: number): SlotLookup {
+  private lookup(msn: number): SlotLookup {
     const d = (msn - this.baseMsn) >>> 0;
     if (d >= HALF) return 'range-not-valid';
     if (d >= (this.nextMsn - this.baseMsn) >>> 0) return 'no-buffer';
     return this.open.get(msn) ?? 'range-not-valid';
   }
 
+  /**
+   * One segment of `n` payload octets (RFC 5041 §7.1 untagged checks 3–5, then its bookkeeping): the slot
+   * whose buffer takes the payload at `h.mo` — marked `complete`, and out of the window, once every octet
+   * of its message is placed (§5.3 rule 5) — or 'duplicate' (an unreliable LLP's repeat, DDPP core draft
+   * §3), or why not. Nothing is placed here: the caller copies, the checks having passed.
+   */
+  accept(
+    h: DdpUntaggedHeader,
+    n: number,
+    strict: boolean,
+    reliable: boolean,
+  ): ReceiveSlot | UntaggedFault | 'duplicate' {
+    const E = UntaggedErrorCode;
+    const slot = this.lookup(h.msn);
+    if (slot === 'range-not-valid') {
+      if (!reliable) return 'duplicate'; // an unreliable LLP may duplicate; the set already happened
+      return {
+        code: E.InvalidMsnRangeNotValid,
+        message: `MSN ${h.msn} on QN ${h.qn} is outside the window of available buffers`,
+      };
+    }
+    if (slot === 'no-buffer')
+      return {
+        code: E.InvalidMsnNoBufferAvailable,
+        message: `no receive buffer posted for MSN ${h.msn} on QN ${h.qn}`,
+      };
+    const cap = slot.buffer.length;
+    if (h.mo > cap || (strict && h.mo !== slot.nextMo) || (slot.length !== undefined && h.mo + n > slot.length))
+      return {
+        code: E.InvalidMo,
+        message: `MO ${h.mo} is not a legal offset for MSN ${h.msn} on QN ${h.qn}${strict ? ` (expected ${slot.nextMo})` : ''}`,
+      };
+    if (h.mo + n > cap)
+      return { code: E.MessageTooLong, message: `message needs ${h.mo + n} octets, the posted buffer has ${cap}` };
+    if (!strict) {
+      // A set may happen more than once (DDPP core draft §3): count each segment's octets once.
+      slot.seen ??= new Set();
+      if (slot.seen.has(h.mo)) return 'duplicate';
+      slot.seen.add(h.mo);
+    }
+    slot.placed += n;
+    slot.nextMo = h.mo + n;
+    if (h.last) {
+      slot.length = h.mo + n;
+      slot.rsvdUlp = h.rsvdUlp;
+    }
+    if (slot.length !== undefined && slot.placed >= slot.length) this.complete(slot);
+    return slot;
+  }
+
   /** Marks `slot` complete and drops it; the window's start moves to the oldest buffer still open. */
-  complete(slot: ReceiveSlot): void {
+  private complete(slot: ReceiveSlot): void {
     slot.complete = true;
     this.open.delete(slot.msn);
     if (slot.msn !== this.baseMsn) return;

@@ -21,17 +21,17 @@ import {
   type PlacementEvent,
   type StagTableApi,
   TaggedErrorCode,
+  type UlpAcceptTable,
   type UlpSegmentCheck,
-  type UlpTaggedFastCheck,
   UntaggedErrorCode,
 } from './api.js';
 import {
   DDP_DV_MASK,
   DDP_L_FLAG,
+  DDP_T_FLAG,
   decodeHeader,
   gatherPrefix,
   get32,
-  headerLength,
   MAX_SAFE_TO,
   stagHex,
   TWO_32,
@@ -65,7 +65,7 @@ export interface ReceiverOptions {
   /** The LLP is reliable: a segment for an already completed message is a §7.1 error (otherwise a duplicate, dropped). */
   readonly reliable: boolean;
   readonly ulpCheck?: UlpSegmentCheck;
-  readonly ulpTaggedFastCheck?: UlpTaggedFastCheck;
+  readonly ulpAccepts?: UlpAcceptTable;
 }
 
 /**
@@ -126,8 +126,8 @@ export class Receiver {
     return this.failed;
   }
 
-  /** One ULPDU = one DDP segment (RFC 5041 §5.2). */
-  receive(u: Ulpdu): undefined {
+  /** One ULPDU = one DDP segment (RFC 5041 §5.2). Bound: the LLP calls it directly. */
+  readonly receive = (u: Ulpdu): undefined => {
     if (this.failed) {
       this.dropped++; // §7.1: after an error DDP silently drops every later segment
       return;
@@ -136,7 +136,7 @@ export class Receiver {
     const first = u.chunks[0];
     if (u.length < 1 || !first || first.length < 1)
       return this.fail(DdpErrorType.LocalCatastrophic, 0, 'empty DDP segment', u);
-    const hlen = headerLength(first[0] as number);
+    const hlen = ((first[0] as number) & DDP_T_FLAG) !== 0 ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH;
     // The header is read in place when the first chunk holds it (the usual case), else gathered.
     const hdrBytes = first.length >= hlen ? first : gatherPrefix(u.chunks, Math.min(u.length, hlen), this.scratch);
     if (hlen === DDP_TAGGED_HEADER_LENGTH && this.taggedFast(hdrBytes, u)) return;
@@ -151,7 +151,7 @@ export class Receiver {
     const payloadLength = u.length - hlen;
     if (h.tagged) this.tagged(h, u, payloadLength);
     else this.untagged(h, u, payloadLength);
-  }
+  };
 
   /**
    * The common tagged segment, read straight from the header octets with no header object and no bigint:
@@ -171,8 +171,11 @@ export class Receiver {
     if (hi >= 0x20_0000) return false;
     const off = hi * TWO_32 + get32(b, 10) - Number(r.baseTo);
     if (off < 0 || off + n > r.length) return false;
-    // A ULP check runs unless its shortcut vouches for this segment.
-    if (o.ulpCheck !== undefined && o.ulpTaggedFastCheck?.(b[1] as number, r, n) !== true) return false;
+    // A ULP check runs unless the ULP's table accepts this segment in a region granting what it names.
+    if (o.ulpCheck !== undefined) {
+      const need = o.ulpAccepts?.tagged[b[1] as number] ?? 0;
+      if (need === 0 || (r.access & need) !== need) return false;
+    }
     copyPayload(u.chunks, DDP_TAGGED_HEADER_LENGTH, r.buffer, off, n);
     this.taggedRun += n;
     const last = (c & DDP_L_FLAG) !== 0;
@@ -260,7 +263,8 @@ export class Receiver {
     const E = UntaggedErrorCode;
     const T = DdpErrorType.UntaggedBuffer;
     if (h.dv !== o.dv) return this.fail(T, E.InvalidDdpVersion, `DDP version ${h.dv}, this stream runs ${o.dv}`, u, h);
-    if (o.ulpCheck) {
+    // The ULP's check, unless its table accepts this first RsvdULP octet on this queue.
+    if (o.ulpCheck && o.ulpAccepts?.untagged[h.qn]?.[Math.floor(h.rsvdUlp / TWO_32)] !== 1) {
       const f = this.runUlpCheck(h, n, undefined, u);
       if (f === 'threw') return;
       if (f) return this.failUlp(f, u, h);
@@ -269,56 +273,14 @@ export class Receiver {
     const q = this.queues[h.qn];
     if (!q)
       return this.fail(T, E.InvalidQn, `QN ${h.qn} is not valid on this stream (it has ${this.queues.length})`, u, h);
-    const slot = q.lookup(h.msn);
-    if (slot === 'range-not-valid') {
-      if (!o.reliable) {
-        this.duplicates++; // DDPP core draft §3.3/§3.4: an unreliable LLP may duplicate; the set already happened
-        return;
-      }
-      return this.fail(
-        T,
-        E.InvalidMsnRangeNotValid,
-        `MSN ${h.msn} on QN ${h.qn} is outside the window of available buffers`,
-        u,
-        h,
-      );
+    const slot = q.accept(h, n, this.strict, o.reliable);
+    if (slot === 'duplicate') {
+      this.duplicates++; // DDPP core draft §3.3/§3.4: an unreliable LLP may duplicate
+      return;
     }
-    if (slot === 'no-buffer')
-      return this.fail(
-        T,
-        E.InvalidMsnNoBufferAvailable,
-        `no receive buffer posted for MSN ${h.msn} on QN ${h.qn}`,
-        u,
-        h,
-      );
-    const cap = slot.buffer.length;
-    if (h.mo > cap || (this.strict && h.mo !== slot.nextMo) || (slot.length !== undefined && h.mo + n > slot.length))
-      return this.fail(
-        T,
-        E.InvalidMo,
-        `MO ${h.mo} is not a legal offset for MSN ${h.msn} on QN ${h.qn}${this.strict ? ` (expected ${slot.nextMo})` : ''}`,
-        u,
-        h,
-      );
-    if (h.mo + n > cap)
-      return this.fail(T, E.MessageTooLong, `message needs ${h.mo + n} octets, the posted buffer has ${cap}`, u, h);
+    if ('code' in slot) return this.fail(T, slot.code, slot.message, u, h);
     if (n > 0) copyPayload(u.chunks, DDP_UNTAGGED_HEADER_LENGTH, slot.buffer, h.mo, n);
-    if (!this.strict) {
-      // DDPP core draft §3: a set may happen more than once; count each segment's octets once.
-      slot.seen ??= new Set();
-      if (slot.seen.has(h.mo)) {
-        this.duplicates++;
-        return;
-      }
-      slot.seen.add(h.mo);
-    }
-    slot.placed += n;
-    slot.nextMo = h.mo + n;
-    if (h.last) {
-      slot.length = h.mo + n;
-      slot.rsvdUlp = h.rsvdUlp;
-    }
-    if (slot.length !== undefined && slot.placed >= slot.length) this.deliver(q, slot, u);
+    if (slot.complete) this.deliver(q, slot, u);
   }
 
   /** A ULP check that throws is a local fault: reported as Local Catastrophic, nothing placed (never a hang). */
@@ -361,7 +323,6 @@ export class Receiver {
   }
 
   private deliver(q: UntaggedQueue, s: ReceiveSlot, segment: Ulpdu): void {
-    q.complete(s);
     this.emitDelivery({
       segment,
       tagged: false,

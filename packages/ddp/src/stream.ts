@@ -12,68 +12,23 @@ import {
   type DdpCloseEvent,
   type DdpErrorEvent,
   type DdpProfile,
-  type DdpSendSink,
   type DdpStreamApi,
   type DdpStreamOptions,
   type DdpStreamState,
   type DeliveryEvent,
   type FlushedReceive,
   type PlacementEvent,
-  type UntaggedSend,
 } from './api.js';
 import { DdpInvalidArgumentError, DdpStreamClosedError } from './errors.js';
-import { MAX_U64, MAX_UNTAGGED_RSVDULP, TWO_64 } from './header.js';
 import { Receiver } from './rx.js';
-import { Transmitter } from './tx.js';
-
-/** At or below 2^63 no message (< 2^53 octets) can wrap the TO space: the exact check is skipped. */
-const TO_NO_WRAP = 1n << 63n;
-
-/** Caller input of a send: a 32-bit value (RFC 5041 §4.2 STag, §4.3 QN). */
-function checkU32(name: string, v: number): void {
-  if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff)
-    throw new DdpInvalidArgumentError(`${name} ${v} is not a 32-bit unsigned integer`);
-}
-
-/** Checks the payload parts and returns their total length (one pass: this runs on every send). */
-function checkPayload(parts: readonly Uint8Array[]): number {
-  let n = 0;
-  for (const p of parts) {
-    if (!(p instanceof Uint8Array)) throw new DdpInvalidArgumentError('payload parts must be Uint8Arrays');
-    n += p.byteLength;
-  }
-  return n;
-}
-
-/** Caller input of a tagged send (RFC 5041 §4.2, §7.1), checked where it enters; returns the payload length. */
-function checkTaggedSend(stag: number, to: bigint, rsvdUlp: number, payload: readonly Uint8Array[]): number {
-  checkU32('STag', stag);
-  if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
-    throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
-  if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
-    throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
-  const n = checkPayload(payload);
-  if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
-    throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
-  return n;
-}
-
-/** Caller input of an untagged send (RFC 5041 §4.3): QN, RsvdULP, a message the 32-bit MO can address; returns its length. */
-function checkUntaggedSend(qn: number, rsvdUlp: number, payload: readonly Uint8Array[]): number {
-  checkU32('QN', qn);
-  if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > MAX_UNTAGGED_RSVDULP)
-    throw new DdpInvalidArgumentError(`untagged RsvdULP ${rsvdUlp} is not 40 bits (RFC 5041 §4.3)`);
-  const n = checkPayload(payload);
-  if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
-  return n;
-}
+import { type StreamLife, Transmitter } from './tx.js';
 
 export class DdpStream implements DdpStreamApi {
   readonly profile: DdpProfile;
-  private _state: DdpStreamState = 'open';
+  /** The stream's one lifecycle state; the transmit half reads it too. */
+  private readonly life: StreamLife = { state: 'open' };
   private readonly tx: Transmitter;
   private readonly rx: Receiver;
-  private readonly nextMsn: number[];
   private readonly placements = new Subject<PlacementEvent>();
   private readonly deliveries = new Subject<DeliveryEvent>();
   private readonly errors = new Subject<DdpErrorEvent>();
@@ -96,12 +51,17 @@ export class DdpStream implements DdpStreamApi {
     const queues = options.queues ?? 1;
     if (!Number.isInteger(queues) || queues < 1)
       throw new DdpInvalidArgumentError(`queues must be a positive integer, got ${queues}`);
-    this.nextMsn = new Array<number>(queues).fill(1); // §5.1.2: MSN starts at 1 on every queue
-    for (const qn of options.startupMessages?.sent ?? []) this.nextMsnFor(qn); // ...the LLP sent the first ones
     const maxSendQueue = options.maxSendQueue ?? 1024;
     if (!Number.isInteger(maxSendQueue) || maxSendQueue < 1)
       throw new DdpInvalidArgumentError(`maxSendQueue must be a positive integer, got ${maxSendQueue}`);
-    this.tx = new Transmitter(llp, dv, maxSendQueue);
+    // §5.1.2: MSN starts at 1 on every queue...
+    this.tx = new Transmitter(llp, dv, maxSendQueue, this.life, new Array<number>(queues).fill(1));
+    for (const qn of options.startupMessages?.sent ?? []) this.tx.nextMsnFor(qn); // ...the LLP sent the first ones
+    // The send calls are the transmit path's own (tx.ts): a ULP's message goes from its call straight there.
+    this.sendTagged = this.tx.sendTagged;
+    this.sendTaggedWith = this.tx.sendTaggedWith;
+    this.sendUntagged = this.tx.sendUntagged;
+    this.sendUntaggedWith = this.tx.sendUntaggedWith;
     const caps = options.llpCapabilities;
     this.rx = new Receiver(
       {
@@ -113,7 +73,7 @@ export class DdpStream implements DdpStreamApi {
         ordered: caps?.ordered ?? true,
         reliable: caps?.reliable ?? true,
         ulpCheck: options.ulpCheck,
-        ulpTaggedFastCheck: options.ulpTaggedFastCheck,
+        ulpAccepts: options.ulpAccepts,
       },
       {
         placements: this.placements,
@@ -135,21 +95,21 @@ export class DdpStream implements DdpStreamApi {
     this.started = true;
     const rx = this.rx;
     if (this.onFirstSegment === undefined) {
-      this.llp.setReceiver((u) => rx.receive(u));
+      this.llp.setReceiver(rx.receive);
       return;
     }
     // RFC 5040 §6.1: the first segment is signalled once, then segments go straight to the receive path.
     this.llp.setReceiver((u) => {
       const first = this.onFirstSegment;
       this.onFirstSegment = undefined;
-      this.llp.setReceiver((v) => rx.receive(v));
+      this.llp.setReceiver(rx.receive);
       first?.();
       rx.receive(u);
     });
   }
 
   get state(): DdpStreamState {
-    return this._state;
+    return this.life.state;
   }
   /** Counters: segments sent/received, segments dropped after an error, duplicates ignored (unreliable LLPs). */
   get stats(): { segmentsSent: number; segmentsReceived: number; dropped: number; duplicates: number } {
@@ -165,75 +125,17 @@ export class DdpStream implements DdpStreamApi {
     return this.tx.queued;
   }
 
+  readonly sendTagged: DdpStreamApi['sendTagged'];
+  readonly sendTaggedWith: DdpStreamApi['sendTaggedWith'];
+  readonly sendUntagged: DdpStreamApi['sendUntagged'];
+  readonly sendUntaggedWith: DdpStreamApi['sendUntaggedWith'];
+
   maxPayload(tagged: boolean): number {
     return Math.max(0, this.llp.mulpdu - (tagged ? DDP_TAGGED_HEADER_LENGTH : DDP_UNTAGGED_HEADER_LENGTH));
   }
 
-  sendTagged(
-    stag: number,
-    to: bigint,
-    payload: readonly Uint8Array[],
-    rsvdUlp: number,
-    signal?: AbortSignal,
-    onHanded?: () => void,
-  ): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const sink: DdpSendSink = { ddpSent: (e) => (e === undefined ? resolve() : reject(e)) };
-      this.sendTaggedWith(stag, to, payload, rsvdUlp, sink, signal, onHanded);
-    });
-  }
-
-  sendTaggedWith(
-    stag: number,
-    to: bigint,
-    payload: readonly Uint8Array[],
-    rsvdUlp: number,
-    sink: DdpSendSink,
-    signal?: AbortSignal,
-    onHanded?: () => void,
-  ): void {
-    this.assertCanSend();
-    const n = checkTaggedSend(stag, to, rsvdUlp, payload);
-    this.tx.checkRoom();
-    this.tx.enqueue(true, stag, to, 0, -1, rsvdUlp, payload, n, sink, signal, onHanded);
-  }
-
-  sendUntagged(
-    qn: number,
-    payload: readonly Uint8Array[],
-    rsvdUlp: number,
-    signal?: AbortSignal,
-    onHanded?: () => void,
-  ): UntaggedSend {
-    let msn = -1;
-    // Settles with the MSN itself: no extra promise per message; the MSN rides on the promise.
-    const sent = new Promise<number>((resolve, reject) => {
-      const sink: DdpSendSink = { ddpSent: (e, m) => (e === undefined ? resolve(m) : reject(e)) };
-      msn = this.sendUntaggedWith(qn, payload, rsvdUlp, sink, signal, onHanded);
-    }) as Promise<number> & { msn: number };
-    sent.msn = msn;
-    return sent;
-  }
-
-  sendUntaggedWith(
-    qn: number,
-    payload: readonly Uint8Array[],
-    rsvdUlp: number,
-    sink: DdpSendSink,
-    signal?: AbortSignal,
-    onHanded?: () => void,
-  ): number {
-    this.assertCanSend();
-    const n = checkUntaggedSend(qn, rsvdUlp, payload);
-    // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
-    this.tx.checkRoom();
-    const msn = this.nextMsnFor(qn);
-    this.tx.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, sink, signal, onHanded);
-    return msn;
-  }
-
   postReceive(qn: number, buffer: Uint8Array, receiveId?: unknown): void {
-    if (this._state === 'closed') throw new DdpStreamClosedError('the DDP stream is closed');
+    if (this.life.state === 'closed') throw new DdpStreamClosedError('the DDP stream is closed');
     const q = this.rx.queues[qn];
     if (!q)
       throw new DdpInvalidArgumentError(`QN ${qn} is not a queue of this stream (0..${this.rx.queues.length - 1})`);
@@ -255,8 +157,8 @@ export class DdpStream implements DdpStreamApi {
   }
 
   async close(signal?: AbortSignal): Promise<void> {
-    if (this._state === 'closed') return;
-    if (this._state === 'open') this._state = 'closing';
+    if (this.life.state === 'closed') return;
+    if (this.life.state === 'open') this.life.state = 'closing';
     await this.llp.close(signal);
   }
 
@@ -265,28 +167,15 @@ export class DdpStream implements DdpStreamApi {
     this.llp.abort();
   }
 
-  private nextMsnFor(qn: number): number {
-    const msn = this.nextMsn[qn] ?? 1;
-    this.nextMsn[qn] = msn === 0xffff_ffff ? 0 : msn + 1; // MSN is modulo 2^32 (RFC 5041 §4.3)
-    return msn;
-  }
-
-  private assertCanSend(): void {
-    if (this._state === 'closed' || this._state === 'closing' || this.llp.state !== 'open')
-      throw new DdpStreamClosedError(
-        `the DDP stream is ${this._state === 'open' ? `on an LLP stream that is ${this.llp.state}` : this._state}`,
-      );
-  }
-
   private onError(e: DdpErrorEvent): void {
     // §7.1 / §6.2.2: report, drop later segments, keep the outgoing half for one more message (the Terminate).
-    if (this._state === 'open') this._state = 'error';
+    if (this.life.state === 'open') this.life.state = 'error';
     this.firstError ??= new Error(`DDP: ${e.message}`);
     this.errors.next(e);
   }
 
   private onLlpClosed(e: LlpCloseEvent): void {
-    this._state = 'closed';
+    this.life.state = 'closed';
     const error = e.error ?? this.firstError;
     this.tx.fail(
       new DdpStreamClosedError(`the LLP stream ended${e.error ? `: ${e.error.message}` : ''}`, { cause: e.error }),

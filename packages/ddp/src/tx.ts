@@ -1,13 +1,82 @@
 /**
- * DDP transmit path (RFC 5041 §5.2 segmentation): each ULP message is cut into segments that fit the
- * LLP's MULPDU, each self-describing (tagged: STag + TO advancing per segment; untagged: QN, MSN, MO),
- * L set only on the last. A segment goes down as [header, payload slices...] — payload octets are never
- * copied or concatenated here. Messages go out whole and in the order they were given.
+ * DDP transmit path: the stream's four send calls (`DdpStream.sendTagged…`, which are this file's), the
+ * caller's input checked where it enters, and segmentation (RFC 5041 §5.2): each ULP message is cut into
+ * segments that fit the LLP's MULPDU, each self-describing (tagged: STag + TO advancing per segment;
+ * untagged: QN, MSN, MO), L set only on the last. A segment goes down as [header, payload slices...] —
+ * payload octets are never copied or concatenated here. Messages go out whole and in the order given.
  */
 import { Fifo, type LlpError, type LlpStream } from '@rddp/llp';
-import { DDP_TAGGED_HEADER_LENGTH, DDP_UNTAGGED_HEADER_LENGTH, type DdpSendSink, type DdpVersion } from './api.js';
-import { DdpAbortError, DdpLlpUnsuitableError, DdpSendQueueFullError, DdpStreamClosedError } from './errors.js';
-import { encodeUntaggedHeader, MAX_SAFE_TO, TWO_32, writeTagged } from './header.js';
+import {
+  DDP_TAGGED_HEADER_LENGTH,
+  DDP_UNTAGGED_HEADER_LENGTH,
+  type DdpSendSink,
+  type DdpStreamState,
+  type DdpVersion,
+  type UntaggedSend,
+} from './api.js';
+import {
+  DdpAbortError,
+  DdpInvalidArgumentError,
+  DdpLlpUnsuitableError,
+  DdpSendQueueFullError,
+  DdpStreamClosedError,
+} from './errors.js';
+import {
+  encodeUntaggedHeader,
+  MAX_SAFE_TO,
+  MAX_U64,
+  MAX_UNTAGGED_RSVDULP,
+  TWO_32,
+  TWO_64,
+  writeTagged,
+} from './header.js';
+
+/** At or below 2^63 no message (< 2^53 octets) can wrap the TO space: the exact check is skipped. */
+const TO_NO_WRAP = 1n << 63n;
+
+/** Caller input of a send: a 32-bit value (RFC 5041 §4.2 STag, §4.3 QN). */
+function checkU32(name: string, v: number): void {
+  if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff)
+    throw new DdpInvalidArgumentError(`${name} ${v} is not a 32-bit unsigned integer`);
+}
+
+/** Checks the payload parts and returns their total length (one pass: this runs on every send). */
+function checkPayload(parts: readonly Uint8Array[]): number {
+  let n = 0;
+  for (const p of parts) {
+    if (!(p instanceof Uint8Array)) throw new DdpInvalidArgumentError('payload parts must be Uint8Arrays');
+    n += p.byteLength;
+  }
+  return n;
+}
+
+/** Caller input of a tagged send (RFC 5041 §4.2, §7.1), checked where it enters; returns the payload length. */
+function checkTaggedSend(stag: number, to: bigint, rsvdUlp: number, payload: readonly Uint8Array[]): number {
+  checkU32('STag', stag);
+  if (typeof to !== 'bigint' || to < 0n || to > MAX_U64)
+    throw new DdpInvalidArgumentError(`TO ${String(to)} is not a 64-bit unsigned bigint`);
+  if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > 0xff)
+    throw new DdpInvalidArgumentError(`tagged RsvdULP ${rsvdUlp} is not 8 bits (RFC 5041 §4.2)`);
+  const n = checkPayload(payload);
+  if (to > TO_NO_WRAP && to + BigInt(n) > TWO_64)
+    throw new DdpInvalidArgumentError(`TO 0x${to.toString(16)} + ${n} octets wraps 2^64 (RFC 5041 §7.1)`);
+  return n;
+}
+
+/** Caller input of an untagged send (RFC 5041 §4.3): QN, RsvdULP, a message the 32-bit MO can address; returns its length. */
+function checkUntaggedSend(qn: number, rsvdUlp: number, payload: readonly Uint8Array[]): number {
+  checkU32('QN', qn);
+  if (!Number.isInteger(rsvdUlp) || rsvdUlp < 0 || rsvdUlp > MAX_UNTAGGED_RSVDULP)
+    throw new DdpInvalidArgumentError(`untagged RsvdULP ${rsvdUlp} is not 40 bits (RFC 5041 §4.3)`);
+  const n = checkPayload(payload);
+  if (n > 0xffff_ffff) throw new DdpInvalidArgumentError(`message of ${n} octets exceeds the 32-bit MO space`);
+  return n;
+}
+
+/** The DDP Stream's one lifecycle state, shared by its transmit half (this file) and the stream. */
+export interface StreamLife {
+  state: DdpStreamState;
+}
 
 interface Job {
   readonly tagged: boolean;
@@ -84,24 +153,108 @@ export class Transmitter {
     private readonly dv: DdpVersion,
     /** Bound on queued messages: the queue pushes back instead of growing (the LLP may stall for ever). */
     private readonly maxQueue: number,
+    private readonly life: StreamLife,
+    /** The next MSN of each untagged queue this side sends on (RFC 5041 §5.1.2). */
+    private readonly nextMsn: number[],
   ) {}
-
-  /** Throws when the queue is at its bound (before the caller takes an MSN for the message). */
-  checkRoom(): void {
-    if (this.jobs.length >= this.maxQueue)
-      throw new DdpSendQueueFullError(`${this.jobs.length} messages wait for the LLP (maxSendQueue ${this.maxQueue})`);
-  }
 
   /** Messages not yet handed to the LLP in full. */
   get queued(): number {
     return this.jobs.length;
   }
 
+  // The stream's send calls (`DdpStreamApi`): bound, so `DdpStream` hands them out as they are.
+
+  readonly sendTagged = (
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const sink: DdpSendSink = { ddpSent: (e) => (e === undefined ? resolve() : reject(e)) };
+      this.sendTaggedWith(stag, to, payload, rsvdUlp, sink, signal, onHanded);
+    });
+
+  readonly sendTaggedWith = (
+    stag: number,
+    to: bigint,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    sink: DdpSendSink,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): void => {
+    this.assertCanSend();
+    const n = checkTaggedSend(stag, to, rsvdUlp, payload);
+    this.enqueue(true, stag, to, 0, -1, rsvdUlp, payload, n, sink, signal, onHanded);
+  };
+
+  readonly sendUntagged = (
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): UntaggedSend => {
+    let msn = -1;
+    // Settles with the MSN itself: no extra promise per message; the MSN rides on the promise.
+    const sent = new Promise<number>((resolve, reject) => {
+      const sink: DdpSendSink = { ddpSent: (e, m) => (e === undefined ? resolve(m) : reject(e)) };
+      msn = this.sendUntaggedWith(qn, payload, rsvdUlp, sink, signal, onHanded);
+    }) as Promise<number> & { msn: number };
+    sent.msn = msn;
+    return sent;
+  };
+
+  readonly sendUntaggedWith = (
+    qn: number,
+    payload: readonly Uint8Array[],
+    rsvdUlp: number,
+    sink: DdpSendSink,
+    signal?: AbortSignal,
+    onHanded?: () => void,
+  ): number => {
+    this.assertCanSend();
+    const n = checkUntaggedSend(qn, rsvdUlp, payload);
+    // The peer's queues are the peer's business; MSNs are kept for any QN this side sends on.
+    const msn = this.nextMsnFor(qn, true);
+    this.enqueue(false, 0, 0n, qn, msn, rsvdUlp, payload, n, sink, signal, onHanded);
+    return msn;
+  };
+
+  /**
+   * Takes queue `qn`'s next MSN (modulo 2^32, RFC 5041 §4.3); with `room`, only if the queue has room
+   * for the message (a refused send takes no MSN).
+   */
+  nextMsnFor(qn: number, room = false): number {
+    if (room) this.checkRoom();
+    const msn = this.nextMsn[qn] ?? 1;
+    this.nextMsn[qn] = msn === 0xffff_ffff ? 0 : msn + 1;
+    return msn;
+  }
+
+  private assertCanSend(): void {
+    const s = this.life.state;
+    if (s === 'closed' || s === 'closing' || this.llp.state !== 'open')
+      throw new DdpStreamClosedError(
+        `the DDP stream is ${s === 'open' ? `on an LLP stream that is ${this.llp.state}` : s}`,
+      );
+  }
+
+  /** Throws when the queue is at its bound (before the caller takes an MSN for the message). */
+  private checkRoom(): void {
+    if (this.jobs.length >= this.maxQueue)
+      throw new DdpSendQueueFullError(`${this.jobs.length} messages wait for the LLP (maxSendQueue ${this.maxQueue})`);
+  }
+
   /**
    * Queues a message; `sink.ddpSent` hears how it ended. Throws (and never calls the sink) when the
    * stream has failed or `signal` is already aborted.
    */
-  enqueue(
+  private enqueue(
     tagged: boolean,
     stag: number,
     to: bigint,
@@ -114,6 +267,7 @@ export class Transmitter {
     signal: AbortSignal | undefined,
     handed: (() => void) | undefined,
   ): void {
+    if (this.jobs.length >= this.maxQueue) this.checkRoom();
     if (this.closedError) throw this.closedError;
     if (signal?.aborted) throw new DdpAbortError('send aborted before it started', { cause: signal.reason });
     let toHi = 0;

@@ -16,10 +16,11 @@ interface Seen {
 
 type Mode = 'general' | 'fast' | 'ulp-general' | 'ulp-fast';
 
-/** A ULP check that refuses RsvdULP 0x41, and its shortcut that vouches for 0x40 only. */
+/** A ULP check that refuses RsvdULP 0x41, and its accept table that takes 0x40 (in a writable region) only. */
 const ulpCheck = (h: { rsvdUlp: number }) =>
   h.rsvdUlp === 0x41 ? { layer: 'rdmap' as const, type: 2, code: 5, message: 'refused by the ULP' } : undefined;
-const ulpTaggedFastCheck = (rsvdUlp: number) => rsvdUlp === 0x40;
+const ulpAccepts = { tagged: new Uint8Array(256), untagged: [] };
+ulpAccepts.tagged[0x40] = Access.RemoteWrite;
 
 function run(
   segments: { stagPick: number; to: bigint; len: number; last: boolean; dv: number; rsvdUlp: number }[],
@@ -42,7 +43,7 @@ function run(
       : mode === 'ulp-general'
         ? { ulpCheck }
         : mode === 'ulp-fast'
-          ? { ulpCheck, ulpTaggedFastCheck }
+          ? { ulpCheck, ulpAccepts }
           : {};
   const ddp = new DdpStream(llp, { pdId: 1, stags, ...options });
   const seen: Seen = { events: [], buffers: bufs };

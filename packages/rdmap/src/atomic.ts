@@ -61,6 +61,31 @@ export interface AtomicResponseHeader {
 export const ATOMIC_REQUEST_HEADER_LENGTH = 52;
 /** 32 + 64 bits. */
 export const ATOMIC_RESPONSE_HEADER_LENGTH = 12;
+/**
+ * The Atomic Request Header (RFC 7306 §4.2) for a posted atomic: FetchAdd, CmpSwap, or Swap sent as
+ * CmpSwap with Compare Mask 0 (the compare always succeeds: RFC 7306 defines no Swap).
+ */
+export function encodeAtomicRequestOf(
+  op: Pick<AtomicRequestHeader, 'remoteStag' | 'remoteTo' | 'addOrSwapData'> &
+    Partial<Pick<AtomicRequestHeader, 'addOrSwapMask' | 'compareData' | 'compareMask'>> & {
+      readonly atomicOpcode: number | 'swap';
+    },
+  requestId: number,
+): Uint8Array {
+  const isAdd = op.atomicOpcode === AtomicOpcode.FetchAdd;
+  const isCmp = op.atomicOpcode === AtomicOpcode.CmpSwap;
+  return encodeAtomicRequest({
+    atomicOpcode: isAdd ? AtomicOpcode.FetchAdd : AtomicOpcode.CmpSwap,
+    requestId,
+    remoteStag: op.remoteStag,
+    remoteTo: op.remoteTo,
+    addOrSwapData: op.addOrSwapData,
+    addOrSwapMask: op.addOrSwapMask ?? (isAdd ? 0n : MAX_U64),
+    compareData: isCmp ? (op.compareData ?? 0n) : 0n,
+    compareMask: isCmp ? (op.compareMask ?? MAX_U64) : 0n,
+  });
+}
+
 /** The operand size and alignment of every atomic operation (RFC 7306: 64 bits, naturally aligned). */
 export const ATOMIC_OPERAND_LENGTH = 8;
 

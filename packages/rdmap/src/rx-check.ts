@@ -11,7 +11,6 @@ import {
   stagHex,
   type UlpCheckFailure,
   type UlpSegmentCheck,
-  type UlpTaggedFastCheck,
 } from '@rddp/ddp';
 import { controlOf, decodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { type ExtensionOpcodeInfo, RDMAP_OPCODES, RdmapOpcode } from './opcode.js';
@@ -156,21 +155,4 @@ function checkExtension(
     );
   if (ext.rdmaHeader === 'atomic-response') return st.atomics.checkResponseSegment(header.last);
   return undefined;
-}
-
-/**
- * DdpStreamOptions.ulpTaggedFastCheck: true exactly when `ulpCheck` accepts a tagged segment in a valid,
- * in-bounds region without further state — an RDMA Write of this RDMAP version to a region that allows
- * remote writes (RFC 5040 §7.2, §8.1.1) while the stream is not terminating. Read Responses (checked
- * against the outstanding Reads) and everything else take `ulpCheck`.
- */
-export function taggedFastCheckFor(st: StreamState): UlpTaggedFastCheck {
-  return (rsvdUlp: number, region: MemoryRegion, _payloadLength: number): boolean => {
-    return (
-      !st.rxBlocked &&
-      rsvdUlp >>> 6 === st.rv &&
-      (rsvdUlp & 0x0f) === RdmapOpcode.RdmaWrite &&
-      (region.access & Access.RemoteWrite) !== 0
-    );
-  };
 }

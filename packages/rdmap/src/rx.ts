@@ -6,7 +6,7 @@
  * executed in order and answered with the Read Responses, Atomic Responses completing atomics. The
  * checks before placement are in rx-check.ts.
  */
-import type { DeliveryEvent } from '@rddp/ddp';
+import { type DeliveryEvent, TWO_32 } from '@rddp/ddp';
 import {
   ATOMIC_REQUEST_HEADER_LENGTH,
   ATOMIC_RESPONSE_HEADER_LENGTH,
@@ -17,7 +17,7 @@ import {
   readWord,
   writeWord,
 } from './atomic.js';
-import { decodeControl, decodeReadRequest, decodeUntaggedRsvdUlp, READ_REQUEST_HEADER_LENGTH } from './header.js';
+import { decodeReadRequest, READ_REQUEST_HEADER_LENGTH } from './header.js';
 import { decodeImmediateData } from './immediate.js';
 import { ATOMIC_RESPONSE_QUEUE, type OpcodeInfo, RDMAP_OPCODES } from './opcode.js';
 import { checkReadSource } from './read.js';
@@ -52,11 +52,12 @@ export function deliveryTo(st: StreamState): (ev: DeliveryEvent) => void {
 
 /** A DDP Message was Delivered (RFC 5041 §5.4). */
 function onDelivery(st: StreamState, ev: DeliveryEvent): void {
-  if (st.rxBlocked) return;
+  if (st.terminated !== undefined || st.closedEvent !== undefined) return; // nothing more (RFC 5040 §5.4)
   st.current = ev.segment;
-  // The opcode table names the handler (every segment passed ulpCheck, so the row exists and fits).
-  const control = ev.tagged ? ev.rsvdUlp & 0xff : decodeUntaggedRsvdUlp(ev.rsvdUlp).control;
-  const info = RDMAP_OPCODES[decodeControl(control).opcode];
+  // The RDMAP Control octet (RFC 5040 §4.1): all of a tagged RsvdULP, the first of an untagged one's five.
+  const control = ev.tagged ? ev.rsvdUlp & 0xff : Math.floor(ev.rsvdUlp / TWO_32) & 0xff;
+  // The opcode table names the handler (every segment was accepted before placement, so the row fits).
+  const info = RDMAP_OPCODES[control & 0x0f];
   if (info === undefined) return;
   if (ev.tagged) {
     // RDMA Writes are placed, never Delivered to the ULP (§5.1); Read Responses complete Reads (rule 19).
@@ -67,7 +68,8 @@ function onDelivery(st: StreamState, ev: DeliveryEvent): void {
   }
   switch (info.receive) {
     case 'send':
-      onSend(st, ev.receiveId as PostedReceive, ev.length, info, decodeUntaggedRsvdUlp(ev.rsvdUlp).invalidateStag);
+      // The Invalidate STag: the untagged RsvdULP's last 32 bits (RFC 5040 §4.1).
+      onSend(st, ev.receiveId as PostedReceive, ev.length, info, (ev.rsvdUlp % TWO_32) >>> 0);
       return;
     case 'immediate-data':
       onImmediate(st, ev.receiveId as PostedReceive, info);
@@ -193,7 +195,9 @@ function onSend(st: StreamState, r: PostedReceive, length: number, info: OpcodeI
     solicited: info.solicitedEvent,
   };
   if (invalidated !== undefined) c.invalidatedStag = invalidated; // no spread per Send
-  st.emitReceive(c);
+  // As `st.emitReceive`, written out: this is every Send's path.
+  st.onCompletion?.(c);
+  if (st.completions.observed) st.completions.next(c);
 }
 
 /** An RDMA Read Request Delivered (rule 17): validated (§7.2 4a–4e), then answered in order (rule 20). */

@@ -5,14 +5,14 @@
  * machine, what ended it (terminate-path.ts), and the subjects its events leave by. The transmit, receive
  * and terminate modules are plain functions over it.
  */
-import type { DdpSendSink, DdpStreamApi, MemoryRegion } from '@rddp/ddp';
+import { Access, type DdpSendSink, type DdpStreamApi, type MemoryRegion, type UlpAcceptTable } from '@rddp/ddp';
 import { Fifo, type Ulpdu } from '@rddp/llp';
 import { BehaviorSubject, type Observable, ReplaySubject, Subject } from 'rxjs';
 import type { AtomicResponseHeader } from './atomic.js';
 import { OutstandingAtomics } from './atomic.js';
 import type { RdmapError } from './errors.js';
 import type { ReadRequestHeader } from './header.js';
-import type { RdmapExtension, RdmapVersion } from './opcode.js';
+import { RDMAP_OPCODES, type RdmapExtension, type RdmapVersion } from './opcode.js';
 import { OutstandingReads } from './read.js';
 import { canTransition, type RdmapStreamState } from './state.js';
 import type { TerminatedSegment } from './terminate.js';
@@ -29,9 +29,11 @@ import type {
 /** The current state and its changes; refuses transitions the machine does not have. */
 export class StreamStateMachine {
   private readonly subject = new BehaviorSubject<RdmapStreamState>('rts');
+  /** The state now, as a field: the transmit and receive paths read it with no call. Changed by `to` only. */
+  current: RdmapStreamState = 'rts';
 
   get state(): RdmapStreamState {
-    return this.subject.value;
+    return this.current;
   }
   /** Emits the current state on subscribe and every change; completes in `error` or `closed`. */
   get state$(): Observable<RdmapStreamState> {
@@ -41,17 +43,18 @@ export class StreamStateMachine {
   to(to: RdmapStreamState): boolean {
     const from = this.subject.value;
     if (!canTransition(from, to)) return false;
+    this.current = to;
     this.subject.next(to);
     if (to === 'error' || to === 'closed') this.subject.complete();
     return true;
   }
   /** True while new operations may be posted. */
   get accepting(): boolean {
-    return this.subject.value === 'rts';
+    return this.current === 'rts';
   }
   /** True while messages may still be transmitted (RTS, or draining during a graceful close). */
   get transmitting(): boolean {
-    const s = this.subject.value;
+    const s = this.current;
     return s === 'rts' || s === 'closing';
   }
 }
@@ -163,6 +166,15 @@ export class StreamState {
   nextRequestId = 1;
   /** Given to DDP with each send-queue message: restarts a pump that waits for room in DDP's queue. */
   onHanded: (() => void) | undefined;
+  /** Send-queue messages handed to DDP whose last segment DDP has not yet handed to the LLP. */
+  inDdp = 0;
+  /** This stream's RDMAP Control octet for each opcode (RFC 5040 §4.1: RV, Rsv 0, OpCode): built once. */
+  readonly control: Uint8Array;
+  /**
+   * What DDP may place without asking the receive checks (`DdpStreamOptions.ulpAccepts`), from the opcode
+   * table: RDMA Writes into regions granting Remote Write, plain Sends on QN 0. Cleared by `stopPlacing`.
+   */
+  readonly accepts: UlpAcceptTable;
 
   // ----- receive (rx.ts, receive-queue.ts) -----
   /** Receive buffers posted on QN 0, in MSN order. */
@@ -187,6 +199,24 @@ export class StreamState {
     Object.assign(this, constants);
     this.reads = new OutstandingReads<SqEntry>(ord);
     this.held = new BehaviorSubject(held);
+    this.control = new Uint8Array(16);
+    const tagged = new Uint8Array(256);
+    const untagged = Array.from({ length: this.queueCount }, () => new Uint8Array(256));
+    for (const row of RDMAP_OPCODES) {
+      const c = ((this.rv & 0b11) << 6) | row.opcode;
+      this.control[row.opcode] = c;
+      // Exactly the segments the receive checks (rx-check.ts) accept with no state beyond the region.
+      if (row.receive === 'write') tagged[c] = Access.RemoteWrite;
+      if (row.receive === 'send' && !row.invalidateStag && row.qn !== undefined)
+        (untagged[row.qn] as Uint8Array)[c] = 1;
+    }
+    this.accepts = { tagged, untagged };
+  }
+
+  /** Nothing more is placed without the receive checks, which refuse it (RFC 5040 §5.4). */
+  stopPlacing(): void {
+    this.accepts.tagged.fill(0);
+    for (const t of this.accepts.untagged) t.fill(0);
   }
 
   /** True once the stream is terminating or ended: nothing more is placed (RFC 5040 §5.4). */

@@ -34,19 +34,18 @@ import {
 } from './opcode.js';
 import { addReceive } from './receive-queue.js';
 import { deliveryTo } from './rx.js';
-import { taggedFastCheckFor, ulpCheckFor } from './rx-check.js';
+import { ulpCheckFor } from './rx-check.js';
 import type { RdmapStreamState } from './state.js';
 import { type RdmapStagTable, StreamState } from './stream-state.js';
 
 export type { RdmapStagTable };
 
-import { maybeCloseLlp, outstanding, requestsOutstanding } from './send-queue.js';
+import { maybeCloseLlp, outstanding } from './send-queue.js';
 import { TERMINATE_RECEIVE_BUFFER_LENGTH } from './terminate.js';
 import { RdmaErrorType, TerminateLayer } from './terminate-codes.js';
 import { onDdpClosed, onDdpError, terminateWith } from './terminate-path.js';
-import { post, pump } from './tx.js';
+import { postSendOf, pump } from './tx.js';
 import type { RdmapClosedEvent, RdmapCompletion, RdmapTerminateEvent, RdmapWorkRequest } from './types.js';
-import { checkOrd, checkWorkRequest } from './validate.js';
 
 export interface RdmapStreamOptions {
   /** `ietf` (DDP DV=1, RDMAP RV=1) or `rdmac` (DV=0, RV=0). Default `ietf`. */
@@ -125,7 +124,12 @@ export class RdmapStream {
 
   /** The one state the transmit, receive and terminate paths work on (stream-state.ts). */
   private readonly st: StreamState;
-  private readonly ordPolicy: 'queue' | 'error';
+  /**
+   * Posts send-queue work (RFC 5040 §5.1–5.3). Throws typed caller errors; everything else is reported
+   * by the completion, in submission order. The transmit path's own function (tx.ts `postSendOf`): a work
+   * request goes from this call straight into the send queue.
+   */
+  readonly postSend: (wr: RdmapWorkRequest) => void;
 
   constructor(llp: LlpStream, options: RdmapStreamOptions) {
     this.profile = options.profile ?? 'ietf';
@@ -143,7 +147,6 @@ export class RdmapStream {
       throw new RdmapUnsuitableLlpError(
         `RDMAP needs a reliable, ordered LLP (RFC 5040 §3.1); this one is ${caps.reliable ? 'reliable' : 'unreliable'} and ${caps.ordered ? 'ordered' : 'unordered'}. Pass reducedSemantics: true to run with the reduced semantics of docs/UDP-LLP.md`,
       );
-    this.ordPolicy = options.ordPolicy ?? 'queue';
     this.role = options.role ?? 'initiator';
     this.extensions = Object.freeze({
       atomics: options.extensions?.atomics === true,
@@ -166,6 +169,11 @@ export class RdmapStream {
     });
     this.st = st;
     this.llp = llp;
+    this.postSend = postSendOf(st, {
+      extensions: this.extensions,
+      ord: this.ord,
+      ordPolicy: options.ordPolicy ?? 'queue',
+    });
     st.onCompletion = options.onCompletion;
 
     const ddpOptions: DdpStreamOptions = {
@@ -174,7 +182,7 @@ export class RdmapStream {
       stags: options.stags,
       queues, // RFC 7306 atomics add QN 3; DDP takes the count from its ULP
       ulpCheck: ulpCheckFor(st),
-      ulpTaggedFastCheck: taggedFastCheckFor(st),
+      ulpAccepts: st.accepts, // what DDP places without asking ulpCheck: the opcode table's plain Writes and Sends
       ...(options.llpCapabilities ? { llpCapabilities: options.llpCapabilities } : {}),
       ...(options.startupMessages ? { startupMessages: options.startupMessages } : {}),
       // RFC 5040 §6.1: receives first (released by `start`), and the initiator's first message frees a
@@ -269,19 +277,6 @@ export class RdmapStream {
     return this.st.atomics.count;
   }
 
-  /**
-   * Posts send-queue work (RFC 5040 §5.1–5.3). Throws typed caller errors; everything else is reported
-   * by the completion, in submission order.
-   */
-  postSend(wr: RdmapWorkRequest): void {
-    if (!this.st.sm.accepting) throw new RdmapStateError(this.st.sm.state, 'post send-queue work');
-    const length = checkWorkRequest(wr, this.extensions);
-    const t = wr.op.type;
-    if (t === 'read' || t === 'atomic')
-      checkOrd(wr, { ord: this.ord, ordPolicy: this.ordPolicy, outstanding: () => requestsOutstanding(this.st) });
-    post(this.st, wr, length);
-  }
-
   /** Posts a receive buffer for incoming Sends (QN 0, RFC 5040 §5.3); they consume them in order. */
   postReceive(buffer: Uint8Array, id?: unknown): void {
     const s = this.st.sm.state;
@@ -338,4 +333,4 @@ export class RdmapStream {
 }
 
 export { terminateStatus } from './terminate-path.js';
-export { RDMAP_MAX_MESSAGE } from './validate.js';
+export { RDMAP_MAX_MESSAGE } from './tx.js';

@@ -111,6 +111,7 @@ export function terminateWith(
   if (st.terminated !== undefined || st.closedEvent) return;
   if (!st.sm.to('terminate')) return;
   st.terminated = 'sent';
+  st.stopPlacing();
   const header = terminateFor(cause);
   const bytes = encodeTerminate(header);
   const error = new TerminatedError('sent', header);
@@ -158,6 +159,7 @@ export function onTerminateReceived(st: StreamState, bytes: Uint8Array | undefin
   if (st.terminated !== undefined || st.closedEvent) return;
   if (!st.sm.to('terminate')) return;
   st.terminated = 'received';
+  st.stopPlacing();
   let header: TerminateHeader | undefined;
   let error: RdmapError;
   const copy = bytes ? bytes.slice() : new Uint8Array(0);
@@ -246,6 +248,7 @@ export function onDdpClosed(st: StreamState, ev: DdpCloseEvent): void {
 function finish(st: StreamState, ev: RdmapClosedEvent): void {
   if (st.closedEvent) return;
   st.closedEvent = ev;
+  st.stopPlacing();
   st.held.complete();
   st.terminates.complete();
   st.completions.complete();

@@ -13,6 +13,7 @@ export { Device, type DeviceOptions } from './device.js';
 export * from './errors.js';
 export { Mr } from './mr.js';
 export { ProtectionDomain } from './pd.js';
-export { type QpConnectOptions, type QpInit, type QpState, QueuePair } from './qp.js';
+export { type QpState, QueuePair } from './qp.js';
+export type { QpConnectOptions, QpInit } from './qp-options.js';
 export type { ConvenienceOptions } from './qp-promises.js';
 export * from './types.js';

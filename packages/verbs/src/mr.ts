@@ -17,14 +17,22 @@ export interface Sge {
 
 export class Mr {
   private deregistered = false;
-  /** The view `view` made last, and its offset: the same element is posted again and again. */
-  private lastView: Uint8Array | undefined;
-  private lastOffset = -1;
+  /**
+   * @internal The view `view` made last, and its offset: the same element is posted again and again
+   * (a view per posted work request cost as much as the rest of its checks).
+   */
+  lastView: Uint8Array | undefined;
+  /** @internal */
+  lastOffset = -1;
 
   /** @internal Created by `ProtectionDomain.registerMr`. */
   constructor(
     readonly pd: ProtectionDomainRef,
-    private readonly region: MemoryRegion,
+    /**
+     * @internal The STag table's entry: the send path reads its fields directly (STag, bytes, access, and
+     * `valid`, which deregistration clears too).
+     */
+    readonly region: MemoryRegion,
     private readonly table: StagTable,
     private readonly onDeregister: (mr: Mr) => void,
   ) {}
@@ -53,19 +61,6 @@ export class Mr {
   }
   get isDeregistered(): boolean {
     return this.deregistered;
-  }
-
-  /**
-   * @internal `buffer[offset, offset + length)`, checked by the caller; the last view is kept and given
-   * again for the same range (a view per posted work request cost as much as the rest of its checks).
-   */
-  view(offset: number, length: number): Uint8Array {
-    const v = this.lastView;
-    if (v !== undefined && this.lastOffset === offset && v.byteLength === length) return v;
-    const n = this.region.buffer.subarray(offset, offset + length);
-    this.lastView = n;
-    this.lastOffset = offset;
-    return n;
   }
 
   /** The remote descriptor of this region from `offset`: what a peer needs for an RDMA Write or Read. */

@@ -5,7 +5,8 @@ import type { CompletionQueue } from './cq.js';
 import type { ProtectionDomainRef } from './domain.js';
 import { AccessError, InvalidWorkRequestError, ResourceBusyError } from './errors.js';
 import { Mr } from './mr.js';
-import { type QpInit, QueuePair } from './qp.js';
+import { QueuePair } from './qp.js';
+import type { QpInit } from './qp-options.js';
 
 /** The device a protection domain is made on; `Device` implements it (device.ts imports this file, not back). */
 export interface PdDevice {

@@ -12,9 +12,8 @@ import {
   RDMAP_MAX_MESSAGE,
   type RdmapClosedEvent,
   type RdmapCompletion,
-  type RdmapExtensions,
+  RdmapStateError,
   RdmapStream,
-  type RdmapStreamOptions,
   type RdmapStreamState,
   type RdmapTerminateEvent,
   type RdmapWorkRequest,
@@ -23,57 +22,41 @@ import { concat, defaultIfEmpty, defer, type Observable, of, ReplaySubject, swit
 import type { CompletionQueue } from './cq.js';
 import type { ProtectionDomainRef } from './domain.js';
 import { InvalidWorkRequestError, QpStateError, QueueFullError, WorkCompletionError } from './errors.js';
-import { type Pending, type Settle, WrToken } from './pending.js';
+import type { Pending, QpConnectOptions, QpInit, Settle } from './qp-options.js';
 import { QueuePairConveniences } from './qp-promises.js';
 import type { RecvWorkRequest, SendWorkRequest, WcStatus, WorkCompletion } from './types.js';
 import { count, positive, receiveBuffer, type TranslatedSend, translateSend, type WrLimits } from './work-requests.js';
-
-export interface QpInit {
-  readonly sendCq: CompletionQueue;
-  readonly recvCq: CompletionQueue;
-  /** Send work requests outstanding at most (posted, not completed). Default 256. */
-  readonly maxSendWr?: number;
-  /** Receive work requests outstanding at most. Default 256. */
-  readonly maxRecvWr?: number;
-  /** Scatter/gather elements per work request at most. Default 16. */
-  readonly maxSge?: number;
-  /** Largest message, at most 2^32-1 (the default). */
-  readonly maxMessageSize?: number;
-  /** Outbound RDMA Reads in flight at most (RFC 5040 §6.1). Default 8; more wait in order. */
-  readonly ord?: number;
-  /** Inbound RDMA Read Requests in flight at most (RFC 5040 §6.1). Default 8. */
-  readonly ird?: number;
-  /** Whether successful send work requests report a completion unless they say otherwise. Default true. */
-  readonly sqSigAll?: boolean;
-  /** `ietf` (RFC 5040/5041) or `rdmac` (RDMA Consortium). Default `ietf`. */
-  readonly profile?: DdpProfile;
-}
-
-export interface QpConnectOptions {
-  /** Default: the connection's role, or `initiator` for a bare stream. */
-  readonly role?: 'initiator' | 'responder';
-  /** RFC 5040 §6.1: as responder, send nothing until the initiator's first message arrived. */
-  readonly initiatorSendsFirst?: boolean;
-  /**
-   * The RFC 7306 extensions both ends agreed on (e.g. in their connection private data); none by default.
-   * Posting an atomic or an Immediate Data work request without its extension throws
-   * `ExtensionNotEnabledError`; the peer refuses the messages of an extension it did not enable.
-   */
-  readonly extensions?: RdmapExtensions;
-  /** Which LLP stream of a connection carries this queue pair (default 0; SCTP offers several, RFC 5043). */
-  readonly stream?: number;
-  /**
-   * Builds the RDMAP Stream from the options the queue pair composed (default `new RdmapStream`); a stack
-   * passes the RDMAP and DDP factories bound in its container here.
-   */
-  readonly rdmapFactory?: (llp: LlpStream, options: RdmapStreamOptions) => RdmapStream;
-}
 
 /** `init` until connected, then the RDMAP Stream's state (RFC 5040 §6). */
 export type QpState = 'init' | RdmapStreamState;
 
 /** What a completion adds to its work request's id and opcode. */
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * The token a work request carries through RDMAP (a send's `context`, a receive's `receiveId`, each echoed
+ * in its completion). RDMAP and DDP events show it, so the record sits in private fields: only the queue
+ * pair that posted the request reads it back, once. (A token per request in a WeakMap cost more.)
+ */
+class WrToken {
+  readonly #owner: object;
+  #pending: Pending | undefined;
+
+  constructor(owner: object, pending: Pending) {
+    this.#owner = owner;
+    this.#pending = pending;
+  }
+
+  /** The record of `id` if `owner` posted it and it has not completed yet; marks it completed. */
+  static take(owner: object, id: unknown): Pending | undefined {
+    if (typeof id !== 'object' || id === null || !(#pending in id)) return undefined;
+    const t = id as WrToken;
+    if (t.#owner !== owner) return undefined;
+    const p = t.#pending;
+    t.#pending = undefined;
+    return p;
+  }
+}
 
 export class QueuePair extends QueuePairConveniences {
   readonly sendCq: CompletionQueue;
@@ -268,7 +251,8 @@ export class QueuePair extends QueuePairConveniences {
   /** Checks every work request of `list`, then hands them to RDMAP in order. */
   private post(list: readonly SendWorkRequest[], settle?: Settle): void {
     const stream = this.stream;
-    if (stream === undefined || this.state !== 'rts') throw new QpStateError(this.state, 'post a send work request');
+    // Unconnected here; a connected queue pair's state is RDMAP's, which its postSend checks (see submit).
+    if (stream === undefined) throw new QpStateError(this.unconnected, 'post a send work request');
     if (this.sqOutstanding + list.length > this.maxSendWr)
       throw new QueueFullError(
         `the send queue holds ${this.sqOutstanding} of ${this.maxSendWr} work requests${settle ? '' : `; ${list.length} more do not fit`}`,
@@ -306,6 +290,7 @@ export class QueuePair extends QueuePairConveniences {
       stream.postSend(request);
     } catch (e) {
       this.sqOutstanding--; // refused by RDMAP: it holds no place
+      if (e instanceof RdmapStateError) throw new QpStateError(e.state, 'post a send work request');
       throw e;
     }
   }

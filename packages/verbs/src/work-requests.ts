@@ -283,8 +283,17 @@ function gather(sgList: readonly Sge[], q: WrLimits): { slices: Uint8Array[]; st
     const sge = sgList[i] as Sge;
     const n = checkSgeLength(sge, 0, 'a gather element', q.pd);
     const mr = sge.mr;
-    slices.push(mr.view(sge.offset ?? 0, n));
-    if (i === 0 || !stags.includes(mr.stag)) stags.push(mr.stag);
+    // The region's fields are read directly: this runs for every element of every post.
+    const offset = sge.offset ?? 0;
+    let v = mr.lastView;
+    if (v === undefined || mr.lastOffset !== offset || v.byteLength !== n) {
+      v = mr.region.buffer.subarray(offset, offset + n);
+      mr.lastView = v;
+      mr.lastOffset = offset;
+    }
+    slices.push(v);
+    const stag = mr.region.stag;
+    if (i === 0 || !stags.includes(stag)) stags.push(stag);
     length += n;
   }
   if (length > q.maxMessageSize) throw new MessageTooLongError(length, q.maxMessageSize);
@@ -300,16 +309,19 @@ function checkSge(sge: Sge, access: number, what: string, pd: PdId): { offset: n
 /** `checkSge` returning the element's length only (its offset is `sge.offset ?? 0`): every post's path. */
 function checkSgeLength(sge: Sge, access: number, what: string, pd: PdId): number {
   const mr: Mr | undefined = sge?.mr;
-  if (mr === undefined || typeof mr.stag !== 'number')
+  // The STag table's entry, read field by field (no getter calls on every post's path).
+  const r = mr?.region;
+  if (mr === undefined || r === undefined || typeof r.stag !== 'number')
     throw new InvalidWorkRequestError(`${what} has no memory region`);
   if (mr.pd !== pd)
-    throw new InvalidMrError(what, mr.stag, `belongs to protection domain ${mr.pd.id}, this queue pair to ${pd.id}`);
-  if (!mr.valid) throw new InvalidMrError(what, mr.stag, mr.isDeregistered ? 'is deregistered' : 'is invalidated');
-  if ((mr.access & access) !== access)
-    throw new AccessError(`${what}: memory region ${hex(mr.stag)} was registered without Local Write access`);
+    throw new InvalidMrError(what, r.stag, `belongs to protection domain ${mr.pd.id}, this queue pair to ${pd.id}`);
+  // Deregistration clears `valid` as invalidation does.
+  if (!r.valid) throw new InvalidMrError(what, r.stag, mr.isDeregistered ? 'is deregistered' : 'is invalidated');
+  if ((r.access & access) !== access)
+    throw new AccessError(`${what}: memory region ${hex(r.stag)} was registered without Local Write access`);
   const offset = sge.offset ?? 0;
-  const length = sge.length ?? mr.length - offset;
-  if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > mr.length)
-    throw new SgeRangeError(what, offset, length, { stag: mr.stag, regionLength: mr.length });
+  const length = sge.length ?? r.length - offset;
+  if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0 || offset + length > r.length)
+    throw new SgeRangeError(what, offset, length, { stag: r.stag, regionLength: r.length });
   return length;
 }
