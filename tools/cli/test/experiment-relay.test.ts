@@ -63,6 +63,9 @@ if (tunWhyNot && !tunRequired) console.warn(`experiment relay, TUN: ${tunWhyNot}
 
 const NS_A = `rddp-tuntest-${process.pid}-a`;
 const NS_B = `rddp-tuntest-${process.pid}-b`;
+/** The queue-bound test's own pair: a packet the earlier tests' connections still send cannot reach its counts. */
+const NS_C = `rddp-tuntest-${process.pid}-c`;
+const NS_D = `rddp-tuntest-${process.pid}-d`;
 const ADDR_A = '10.99.0.1';
 const ADDR_B = '10.99.0.2';
 const sh = (...args: string[]) => execFileSync(args[0] as string, args.slice(1), { stdio: 'pipe' }).toString();
@@ -94,11 +97,26 @@ function nodeIn(ns: string, script: string) {
   };
 }
 
-function tunRelay(spec: Partial<TunRelaySpec>) {
+/** A pair of namespaces joined by nothing but two TUN devices (IPv4 only: no RS or MLD in the counts). */
+function makeTunPair(nsA: string, nsB: string): void {
+  for (const [ns, dev, local, peer] of [
+    [nsA, 'tA', ADDR_A, ADDR_B],
+    [nsB, 'tB', ADDR_B, ADDR_A],
+  ] as const) {
+    sh('ip', 'netns', 'add', ns);
+    sh('ip', '-n', ns, 'tuntap', 'add', 'dev', dev, 'mode', 'tun');
+    sh('ip', 'netns', 'exec', ns, 'sysctl', '-qw', `net.ipv6.conf.${dev}.disable_ipv6=1`);
+    sh('ip', '-n', ns, 'addr', 'add', local, 'peer', peer, 'dev', dev);
+    sh('ip', '-n', ns, 'link', 'set', dev, 'mtu', '1500', 'up');
+    sh('ip', '-n', ns, 'link', 'set', 'lo', 'up');
+  }
+}
+
+function tunRelay(spec: Partial<TunRelaySpec>, nsA = NS_A, nsB = NS_B) {
   return startRelayProcess({
     proto: 'tun',
-    tunA: { name: 'tA', netns: NS_A },
-    tunB: { name: 'tB', netns: NS_B },
+    tunA: { name: 'tA', netns: nsA },
+    tunB: { name: 'tB', netns: nsB },
     delayMs: 0,
     jitterMs: 0,
     reorder: 0,
@@ -110,21 +128,10 @@ function tunRelay(spec: Partial<TunRelaySpec>) {
 describe.runIf(!tunWhyNot || tunRequired)('rddp experiment relay: TUN devices, packet by packet', () => {
   beforeAll(() => {
     if (tunWhyNot) throw new Error(`CI with RDDP_REQUIRE_WRITEV=1: the TUN relay test ${tunWhyNot}`);
-    for (const [ns, dev, local, peer] of [
-      [NS_A, 'tA', ADDR_A, ADDR_B],
-      [NS_B, 'tB', ADDR_B, ADDR_A],
-    ] as const) {
-      sh('ip', 'netns', 'add', ns);
-      sh('ip', '-n', ns, 'tuntap', 'add', 'dev', dev, 'mode', 'tun');
-      // IPv4 only: no router solicitations or MLD reports in the counts.
-      sh('ip', 'netns', 'exec', ns, 'sysctl', '-qw', `net.ipv6.conf.${dev}.disable_ipv6=1`);
-      sh('ip', '-n', ns, 'addr', 'add', local, 'peer', peer, 'dev', dev);
-      sh('ip', '-n', ns, 'link', 'set', dev, 'mtu', '1500', 'up');
-      sh('ip', '-n', ns, 'link', 'set', 'lo', 'up');
-    }
+    makeTunPair(NS_A, NS_B);
   });
   afterAll(() => {
-    for (const ns of [NS_A, NS_B])
+    for (const ns of [NS_A, NS_B, NS_C, NS_D])
       try {
         sh('ip', 'netns', 'del', ns);
       } catch {
@@ -201,9 +208,10 @@ describe.runIf(!tunWhyNot || tunRequired)('rddp experiment relay: TUN devices, p
   }, 20_000);
 
   it('queue bound: packets beyond maxQueued or maxQueuedOctets held are dropped and counted', async () => {
+    makeTunPair(NS_C, NS_D);
     const flood = (n: number, size: number) =>
       nodeIn(
-        NS_A,
+        NS_C,
         `const s = require('node:dgram').createSocket('udp4');
          let i = 0;
          const send = () => { if (i === ${n}) { console.log('DONE'); s.close(); return; }
@@ -211,7 +219,7 @@ describe.runIf(!tunWhyNot || tunRequired)('rddp experiment relay: TUN devices, p
          s.bind(0, '${ADDR_A}', send);`,
       ).line(/DONE/);
     // Held a minute each: nothing leaves during the flood.
-    const byCount = await tunRelay({ delayMs: 60_000, maxQueued: 50 });
+    const byCount = await tunRelay({ delayMs: 60_000, maxQueued: 50 }, NS_C, NS_D);
     await flood(200, 10);
     await sleep(200);
     expect(await byCount.stop()).toMatchObject({
@@ -222,7 +230,7 @@ describe.runIf(!tunWhyNot || tunRequired)('rddp experiment relay: TUN devices, p
     });
 
     // 1028-octet packets (20 IP + 8 UDP + 1000): 97 fit in 100000 octets.
-    const byOctets = await tunRelay({ delayMs: 60_000, maxQueuedOctets: 100_000 });
+    const byOctets = await tunRelay({ delayMs: 60_000, maxQueuedOctets: 100_000 }, NS_C, NS_D);
     await flood(150, 1000);
     await sleep(200);
     expect(await byOctets.stop()).toMatchObject({
