@@ -4,10 +4,11 @@
  * as the raw-TCP baseline runs. Transports and DDP Streams are composed by `@rddp/stack`.
  */
 import { Access, StagTable } from '@rddp/ddp';
-import type { LlpConnection, LlpStream } from '@rddp/llp';
+import { type LlpConnection, type LlpStream, MemoryBudget } from '@rddp/llp';
 import { loopbackModule } from '@rddp/llp-loopback';
 import { type MpaParams, mpaTcpModule } from '@rddp/llp-mpa-tcp';
 import { createStack, type Stack } from '@rddp/stack';
+import { firstValueFrom } from 'rxjs';
 import { OpWindow } from '../perf/window.js';
 
 /** RDMAP control octet of an RDMA Write: RV=1 (bits 0-1 = 01), opcode 0000 (RFC 5040 §4.2). */
@@ -141,8 +142,17 @@ export async function rssGrowth(total: number): Promise<number> {
 }
 
 /** Milliseconds to set up `n` MPA/TCP connections to one server (all held open at the end), and close them. */
+/** Room for both ends' first receive arenas (64 KiB, held twice over) with room to spare. */
+const ARENAS_PER_CONNECTION_PAIR = 512 * 1024;
+
 export async function connectionSetup(n: number): Promise<number> {
-  const stack = mpaStack({ crc: true });
+  // Both ends are this process and one source (127.0.0.1): the figure gets a budget of its own that lets
+  // one source hold all 2n receive arenas (the process budget gives a source a quarter).
+  const params = { crc: true };
+  const stack = createStack(
+    mpaTcpModule({ params, memoryBudget: new MemoryBudget({ limit: n * ARENAS_PER_CONNECTION_PAIR, sourceShare: 1 }) }),
+    { connectParams: params, listenParams: params },
+  );
   const listener = await stack.listen({ host: '127.0.0.1', port: 0 });
   const held: LlpConnection[] = [];
   listener.connections$.subscribe((c) => held.push(c));
@@ -155,7 +165,12 @@ export async function connectionSetup(n: number): Promise<number> {
     );
   while (held.length < n) await new Promise((r) => setTimeout(r, 1));
   const ms = performance.now() - t0;
-  for (const c of [...clients, ...held]) c.abort();
+  // Torn down before the next round starts: every connection's receive arena is back in the budget (two
+  // thousand of them from one source would otherwise overlap the next round's and meet its share).
+  const all = [...clients, ...held];
+  const closed = all.map((c) => firstValueFrom(c.closed$, { defaultValue: undefined }));
+  for (const c of all) c.abort();
+  await Promise.all(closed);
   await listener.close();
   return ms;
 }
