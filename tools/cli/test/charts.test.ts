@@ -10,6 +10,9 @@ import path from 'node:path';
 import { Resvg } from '@resvg/resvg-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Series, toSvgChart } from '../src/bench/report.js';
+import { lineChartSvg } from '../src/charts/line-chart.js';
+import { perfChart } from '../src/charts/tool-charts.js';
+import type { PerfResult } from '../src/perf/engine.js';
 import { run } from './procs.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'rddp-charts-'));
@@ -78,7 +81,7 @@ function look(svg: string): Looked {
   };
 }
 
-/** Ticks d3 calls nice: evenly spaced by 1, 2 or 5 times a power of ten, each a multiple of the step. */
+/** Ticks called nice: evenly spaced by 1, 2, 2.5 or 5 times a power of ten, each a multiple of the step. */
 function expectNiceTicks(labels: readonly string[]): void {
   const v = labels.map((l) => Number(l.replace(/,/g, '')));
   expect(v.every(Number.isFinite), `ticks ${labels.join(' ')}`).toBe(true);
@@ -86,7 +89,7 @@ function expectNiceTicks(labels: readonly string[]): void {
   const step = (v[1] as number) - (v[0] as number);
   const mantissa = step / 10 ** Math.floor(Math.log10(step));
   expect(
-    [1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-9),
+    [1, 2, 2.5, 5].some((m) => Math.abs(mantissa - m) < 1e-9),
     `step ${step} of ${labels.join(' ')}`,
   ).toBe(true);
   for (const [i, x] of v.entries()) {
@@ -125,6 +128,122 @@ function expectGoodChart(svg: string, series: number, points: number): Looked {
   expect(l.legend).toHaveLength(series);
   return l;
 }
+
+/** The canvas width of `svg` and, for each legend label, its x and the extent resvg gives its text alone. */
+function legendBoxes(svg: string): { width: number; boxes: { label: string; x: number; y: number; right: number }[] } {
+  const root = /<svg[^>]*>/.exec(svg)?.[0] as string;
+  const width = Number(/ width="(\d+)"/.exec(root)?.[1]);
+  const boxes = [...svg.matchAll(/<text class="legend" x="([\d.]+)" y="([\d.]+)">([^<]*)<\/text>/g)].map((m) => {
+    const bb = new Resvg(`${root}${m[0]}</svg>`, { font: { loadSystemFonts: true } }).getBBox();
+    expect(bb, `legend "${m[3]}" drew nothing`).toBeDefined();
+    return { label: m[3] as string, x: Number(m[1]), y: Number(m[2]), right: (bb?.x ?? 0) + (bb?.width ?? 0) };
+  });
+  return { width, boxes };
+}
+
+/** Every legend label ends inside the canvas and before the next swatch on its row. */
+function expectLegendFits(svg: string): void {
+  const { width, boxes } = legendBoxes(svg);
+  for (const [i, b] of boxes.entries()) {
+    expect(b.right, `"${b.label}" ends past the canvas (${width})`).toBeLessThanOrEqual(width);
+    const next = boxes[i + 1];
+    // The next item's swatch starts 20 px before its text.
+    if (next && next.y === b.y) expect(b.right, `"${b.label}" runs into "${next.label}"`).toBeLessThan(next.x - 20);
+  }
+}
+
+/** Pixels of colour `c` (within 8 per channel) in the rows above `yMax`: the plot, not the legend. */
+function plotPixels(svg: string, c: string, yMax: number): number {
+  const image = new Resvg(svg, { font: { loadSystemFonts: true } }).render();
+  const [R, G, B] = [1, 3, 5].map((i) => Number.parseInt(c.slice(i, i + 2), 16)) as [number, number, number];
+  const px = image.pixels;
+  let n = 0;
+  for (let i = 0; i < image.width * yMax * 4; i += 4)
+    if (
+      Math.abs((px[i] as number) - R) < 8 &&
+      Math.abs((px[i + 1] as number) - G) < 8 &&
+      Math.abs((px[i + 2] as number) - B) < 8
+    )
+      n++;
+  return n;
+}
+
+describe('the chart layout, measured', () => {
+  it('legend: every label fits, on one row or wrapped, even one wider than the default canvas', () => {
+    expectFonts();
+    const pts = [1, 2, 4].map((x) => ({ x, y: x * 10 }));
+    const labels = [
+      ['rddp MPA/TCP (no CRC)', 'rddp MPA/TCP (CRC)', 'rddp MPA/TCP (CRC + markers)', 'raw Node TCP'],
+      ['WWWWWWWWWWWWWWWWWWWWWWWWWWWWWW', 'MMMMMMMMMMMMMMMMMMMMMMMMM', 'mmmmmmmmmmmmmmmmmmmmmmmmmmmm', 'W'],
+      [`one label wider than the canvas: ${'WM'.repeat(40)}`, 'short'],
+    ];
+    for (const set of labels) {
+      const svg = lineChartSvg({
+        title: 't',
+        xLabel: 'x',
+        yLabel: 'y',
+        xScale: 'log2',
+        series: set.map((label) => ({ label, points: pts })),
+      });
+      expect(legendBoxes(svg).boxes.map((b) => b.label)).toEqual(set);
+      expectLegendFits(svg);
+      expectGoodChart(svg, Math.min(set.length, 4), 3);
+    }
+  });
+
+  it('y ticks are nice (1, 2, 2.5 or 5 × 10^k apart) whatever the largest value', () => {
+    for (const top of [0.37, 1, 7.3, 97, 410, 1409, 2015, 2048, 12_345, 987_654]) {
+      const svg = lineChartSvg({
+        title: `top ${top}`,
+        xLabel: 'x',
+        yLabel: 'y',
+        xScale: 'linear',
+        series: [{ label: 's', points: [0, 1, 2].map((x) => ({ x, y: (top * x) / 2 })) }],
+      });
+      const ticks = texts(svg, 'y-tick');
+      expectNiceTicks(ticks);
+      // The top tick holds the largest value: nothing is drawn above the axis.
+      expect(Number((ticks.at(-1) as string).replace(/,/g, ''))).toBeGreaterThanOrEqual(top);
+    }
+  });
+
+  it('perf: the title is the caller’s; an average equal to the peak and the peak are both visible', () => {
+    expectFonts();
+    const rows: PerfResult[] = [2, 64, 4096, 65536].map((bytes, i) => ({
+      kind: 'bw',
+      verified: true,
+      row: { bytes, iterations: 100, peakMBps: 100 * (i + 1), avgMBps: 100 * (i + 1), msgRateMpps: 1 },
+    }));
+    const title = 'rddp perf write_bw, one process, MPA/TCP on 127.0.0.1';
+    const svg = perfChart('write_bw', 'tcp', rows, title);
+    expect(texts(svg, 'title')).toEqual([title]);
+    expect(texts(perfChart('write_bw', 'tcp', rows), 'title')).toEqual(['rddp perf write_bw over tcp']);
+    // Above the legend: the peak's colour shows in the dashed average's gaps, the average's in its dashes.
+    const legendY = Number(/<text class="legend" x="[\d.]+" y="([\d.]+)"/.exec(svg)?.[1]) - 14;
+    const avg = plotPixels(svg, '#1f77b4', legendY);
+    const peak = plotPixels(svg, '#ff7f0e', legendY);
+    expect(avg, 'average (dashed, on top)').toBeGreaterThan(150);
+    expect(peak, 'peak (under the average)').toBeGreaterThan(150);
+    // Control: with the average solid and drawn first, as before, the peak hides it.
+    const before = lineChartSvg({
+      title,
+      xLabel: 'x',
+      yLabel: 'y',
+      xScale: 'log2',
+      series: [
+        {
+          label: 'BW average',
+          points: rows.map((r) => ({ x: r.row.bytes, y: (r.row as { avgMBps: number }).avgMBps })),
+        },
+        {
+          label: 'BW peak',
+          points: rows.map((r) => ({ x: r.row.bytes, y: (r.row as { peakMBps: number }).peakMBps })),
+        },
+      ],
+    });
+    expect(plotPixels(before, '#1f77b4', legendY)).toBeLessThan(avg / 4);
+  });
+});
 
 describe('charts rendered to PNG', () => {
   it('bench bandwidth.svg: legend inside the canvas, ticks 0, 500, 1,000…, one x tick per size', () => {

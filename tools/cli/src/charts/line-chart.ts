@@ -1,7 +1,8 @@
 /**
  * One line chart for every tool that draws (bench, perf -a, soak, sctp-experiment): scales and "nice"
  * ticks from d3-scale, lines from d3-shape, and a layout sized from its text so nothing is clipped —
- * the legend wraps in rows under the plot and the canvas grows to hold it.
+ * the legend wraps in rows under the plot and the canvas grows to hold it. A dashed series is drawn
+ * after the solid ones, so a line equal to another (a perf run's average under its peak) stays visible.
  */
 import { type ScaleContinuousNumeric, scaleLinear, scaleLog } from 'd3-scale';
 import { line } from 'd3-shape';
@@ -14,6 +15,8 @@ export interface ChartPoint {
 export interface ChartSeries {
   readonly label: string;
   readonly points: readonly ChartPoint[];
+  /** Draw the line dashed and on top of the solid lines (its legend swatch is dashed too). */
+  readonly dashed?: boolean;
 }
 
 export interface LineChart {
@@ -48,20 +51,42 @@ export const CHART_COLORS = [
 const FONT = 12;
 const TITLE_FONT = 15;
 const PLOT_HEIGHT = 280;
-/** Upper bound of a sans-serif glyph's advance, in ems (DejaVu Sans's widest capitals are 0.77). */
-const EM_PER_CHAR = 0.66;
+/**
+ * Advance widths of DejaVu Sans (the charts' first font; .ci/run installs it) for U+0020..U+007E, in
+ * thousandths of an em, read from the font's hmtx table. Other characters count as 1 em, its widest.
+ */
+const DEJAVU_ADVANCE = [
+  318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636, 636, 636, 636, 636,
+  636, 636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656, 557, 863,
+  748, 787, 603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500, 500, 613, 635, 550, 635,
+  615, 352, 635, 634, 278, 278, 579, 278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636,
+  337, 636, 838,
+];
+/** Headroom over the DejaVu advances, for a viewer that falls back to a wider sans-serif. */
+const TEXT_SLACK = 1.05;
 /** At most this many x ticks; never more than the distinct x values drawn. */
 const MAX_X_TICKS = 10;
+/** Side of a legend swatch, px. */
+const LEGEND_SWATCH = 14;
+/** A dashed series' stroke: dashes and gaps long enough that a solid line under it shows in the gaps. */
+const DASH = '8 5';
 
-/** Width in px that `s` takes at most in a sans-serif font of `size` px. */
+/** Width in px that `s` takes in DejaVu Sans at `size` px, with a little headroom. */
 export function textWidth(s: string, size = FONT): number {
-  return Math.ceil(s.length * size * EM_PER_CHAR);
+  let em = 0;
+  for (const ch of s) {
+    const c = ch.codePointAt(0) as number;
+    em += (c >= 0x20 && c <= 0x7e ? (DEJAVU_ADVANCE[c - 0x20] as number) : 1000) / 1000;
+  }
+  return Math.ceil(em * size * TEXT_SLACK);
 }
 
 /** A standalone SVG document of `c`. */
 export function lineChartSvg(c: LineChart): string {
-  const series = c.series.map((s) => ({
+  const series = c.series.map((s, i) => ({
     label: s.label,
+    dashed: s.dashed === true,
+    color: CHART_COLORS[i % CHART_COLORS.length] as string,
     points: s.points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y)).sort((a, b) => a.x - b.x),
   }));
   const all = series.flatMap((s) => s.points);
@@ -95,7 +120,14 @@ export function lineChartSvg(c: LineChart): string {
   const provisional = pickXTicks(x, xLog, xsDistinct, 300, c.xFormat);
   const lastLabel = xFmtOf(provisional)(provisional.at(-1) ?? 0);
   const right = 20 + Math.ceil(textWidth(lastLabel) / 2);
-  const W = Math.max(c.width ?? 760, textWidth(c.title, TITLE_FONT) + 40, left + right + 200);
+  const legendW = (label: string) => LEGEND_SWATCH + 6 + textWidth(label) + 22;
+  // Wide enough for the title, a plot of 200 px, and the widest legend item on a row of its own.
+  const W = Math.max(
+    c.width ?? 760,
+    textWidth(c.title, TITLE_FONT) + 40,
+    left + right + 200,
+    left + Math.max(0, ...series.map((s) => legendW(s.label))) + 12,
+  );
   const top = 44;
   const plotW = W - left - right;
   x.range([left, left + plotW]);
@@ -106,18 +138,18 @@ export function lineChartSvg(c: LineChart): string {
   // Legend under the x axis label, wrapped in rows within the canvas.
   const legendTop = top + PLOT_HEIGHT + 62;
   const rowH = 20;
-  const items: { label: string; x: number; row: number; color: string }[] = [];
+  const items: { label: string; x: number; row: number; color: string; dashed: boolean }[] = [];
   let cx = left;
   let row = 0;
-  series.forEach((s, i) => {
-    const w = 14 + 6 + textWidth(s.label) + 22;
+  for (const s of series) {
+    const w = legendW(s.label);
     if (cx > left && cx + w > W - 12) {
       row++;
       cx = left;
     }
-    items.push({ label: s.label, x: cx, row, color: CHART_COLORS[i % CHART_COLORS.length] as string });
+    items.push({ label: s.label, x: cx, row, color: s.color, dashed: s.dashed });
     cx += w;
-  });
+  }
   const H = legendTop + (series.length ? (row + 1) * rowH : 0) + 12;
 
   const out: string[] = [
@@ -154,19 +186,29 @@ export function lineChartSvg(c: LineChart): string {
     (p) => r1(x(p.x)),
     (p) => r1(y(p.y)),
   );
-  series.forEach((s, i) => {
-    const color = CHART_COLORS[i % CHART_COLORS.length] as string;
+  // Solid lines first, dashed ones on top; points (solid series: discs, dashed: rings) over all lines.
+  const order = [...series.filter((s) => !s.dashed), ...series.filter((s) => s.dashed)];
+  for (const s of order)
     if (s.points.length > 1)
-      out.push(`<path class="series" d="${path(s.points) ?? ''}" fill="none" stroke="${color}" stroke-width="2"/>`);
+      out.push(
+        `<path class="series" d="${path(s.points) ?? ''}" fill="none" stroke="${s.color}" stroke-width="2"${s.dashed ? ` stroke-dasharray="${DASH}"` : ''}/>`,
+      );
+  for (const s of order)
     if (s.points.length <= 40)
-      for (const p of s.points) out.push(`<circle cx="${r1(x(p.x))}" cy="${r1(y(p.y))}" r="3" fill="${color}"/>`);
-  });
-  // legend
+      for (const p of s.points)
+        out.push(
+          s.dashed
+            ? `<circle cx="${r1(x(p.x))}" cy="${r1(y(p.y))}" r="4" fill="none" stroke="${s.color}" stroke-width="2"/>`
+            : `<circle cx="${r1(x(p.x))}" cy="${r1(y(p.y))}" r="3" fill="${s.color}"/>`,
+        );
+  // legend: a filled swatch for a solid line, a dashed stroke for a dashed one
   for (const it of items) {
     const ly = legendTop + it.row * rowH;
     out.push(
-      `<rect x="${it.x}" y="${ly}" width="14" height="14" fill="${it.color}"/>`,
-      `<text class="legend" x="${it.x + 20}" y="${ly + 11}">${esc(it.label)}</text>`,
+      it.dashed
+        ? `<line x1="${it.x}" y1="${ly + 7}" x2="${it.x + LEGEND_SWATCH}" y2="${ly + 7}" stroke="${it.color}" stroke-width="4" stroke-dasharray="5 2"/>`
+        : `<rect x="${it.x}" y="${ly}" width="${LEGEND_SWATCH}" height="${LEGEND_SWATCH}" fill="${it.color}"/>`,
+      `<text class="legend" x="${it.x + LEGEND_SWATCH + 6}" y="${ly + 11}">${esc(it.label)}</text>`,
     );
   }
   out.push('</svg>');

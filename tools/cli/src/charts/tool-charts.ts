@@ -4,11 +4,16 @@ import type { SoakSample } from '../commands/soak.js';
 import type { PerfResult } from '../perf/engine.js';
 import { humanSize, lineChartSvg } from './line-chart.js';
 
-/** A perf run's rows against message size: bandwidth (average, peak) or latency (typical, p99). */
-export function perfChart(test: string, transport: string, results: readonly PerfResult[]): string {
+/**
+ * A perf run's rows against message size: bandwidth (average, peak) or latency (typical, p99). The
+ * title is `title` when the caller gives one, else `rddp perf <test> over <transport>`: the caller knows
+ * how the run was made (two processes or one, which LLP), so it should say. The average and the typical
+ * latency are dashed and drawn on top: on a steady run they equal the peak and the p99.
+ */
+export function perfChart(test: string, transport: string, results: readonly PerfResult[], title?: string): string {
   const bw = results.filter((r) => r.kind === 'bw').map((r) => r.row);
   const lat = results.filter((r) => r.kind === 'lat').map((r) => r.row);
-  const title = `rddp perf ${test} over ${transport}`;
+  title ??= `rddp perf ${test} over ${transport}`;
   if (bw.length >= lat.length)
     return lineChartSvg({
       title,
@@ -17,7 +22,7 @@ export function perfChart(test: string, transport: string, results: readonly Per
       xScale: 'log2',
       xFormat: humanSize,
       series: [
-        { label: 'BW average', points: bw.map((r) => ({ x: r.bytes, y: r.avgMBps })) },
+        { label: 'BW average', points: bw.map((r) => ({ x: r.bytes, y: r.avgMBps })), dashed: true },
         { label: 'BW peak', points: bw.map((r) => ({ x: r.bytes, y: r.peakMBps })) },
       ],
     });
@@ -28,7 +33,7 @@ export function perfChart(test: string, transport: string, results: readonly Per
     xScale: 'log2',
     xFormat: humanSize,
     series: [
-      { label: 't_typical (median)', points: lat.map((r) => ({ x: r.bytes, y: r.lat.median })) },
+      { label: 't_typical (median)', points: lat.map((r) => ({ x: r.bytes, y: r.lat.median })), dashed: true },
       { label: 't_p99', points: lat.map((r) => ({ x: r.bytes, y: r.lat.p99 })) },
     ],
   });
