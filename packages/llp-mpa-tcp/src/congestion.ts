@@ -2,7 +2,7 @@
  * The TCP congestion control of this transport's connections (Linux `TCP_CONGESTION`, through
  * `@rddp/writev`; Node has no call for it). Unset, a connection runs the system's default
  * (`net.ipv4.tcp_congestion_control`). Congestion control decides how many octets one connection keeps in
- * flight, and so what one MPA connection moves: on loopback, BBR's model (a minimum RTT of a few µs) holds
+ * flight, and so what one MPA connection moves: on loopback, BBR's model (a minimum RTT near zero) holds
  * a sender to a few segments' worth in flight where CUBIC fills the receive window (docs/PERFORMANCE.md,
  * "Congestion control").
  */

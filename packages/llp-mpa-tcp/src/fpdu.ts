@@ -615,7 +615,7 @@ export class FpduReader {
         }
         case S_BODY: {
           const n = Math.min(limit - off, this.remaining);
-          // With Markers a piece is at most 508 octets: a plain view (≈30 ns) instead of a Buffer (≈80 ns).
+          // With Markers a piece is at most 508 octets: a plain view, which V8 makes faster than a Buffer.
           this.pieces.push(
             off === 0 && n === len
               ? chunk
@@ -685,7 +685,7 @@ export class FpduReader {
         if (off === len) break;
       }
       const n = Math.min(room, rem, len - off);
-      // A plain view per piece (≈30 ns; a Buffer costs ≈80).
+      // A plain view per piece (cheaper to make than a Buffer).
       pieces.push(new Uint8Array(buf, base + off, n));
       off += n;
       since += n;

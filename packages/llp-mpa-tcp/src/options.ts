@@ -61,7 +61,8 @@ export interface MpaTcpOptions {
   /**
    * Octets queued for the socket above which `send` returns false. Default 4 MiB (with 1 MiB the socket
    * ran dry between 'drain' and the next batch), 1 MiB on a stream that sends Markers through Node's socket
-   * (two socket chunks per 512 octets: a deeper queue only lengthens each writev). docs/PERFORMANCE.md.
+   * (two socket chunks per 512 octets: a deeper queue only lengthens each writev; docs/PERFORMANCE.md,
+   * "Markers").
    */
   readonly highWaterMark?: number;
   /** Startup timer: TCP connect + MPA Request/Reply (+ RTR) must finish within it (default 10 000 ms). */
@@ -78,14 +79,14 @@ export interface MpaTcpOptions {
    * `'gather'` (default): no payload octet is copied; with `directSend` the Markers go in as the payload
    * is sent (`@rddp/writev`), through Node's socket a Marker every 512 octets splits the payload into two
    * chunks per 512 octets. `'copy'`: each ULPDU is copied once into its FPDU next to its Markers and
-   * leaves as one chunk (docs/PERFORMANCE.md, Markers).
+   * leaves as one chunk (docs/PERFORMANCE.md, "Markers").
    */
   readonly markerFraming?: MarkerFraming;
   /**
    * Send FPDUs straight to the socket's descriptor, gathered (one sendmsg per batch through the optional
    * `@rddp/writev` binding), instead of one Node stream write per chunk. Default true where the binding is
    * installed and the socket has a descriptor (POSIX); false, or `RDDP_MPA_DIRECT_SEND=0`: through Node's
-   * socket. Wire bytes are the same either way (docs/PERFORMANCE.md, "FPDUs straight to the descriptor").
+   * socket. Wire bytes are the same either way (docs/MPA.md, "Policies (our choices)").
    */
   readonly directSend?: boolean;
   /**

@@ -2,10 +2,10 @@
  * The receive buffers of one MPA/TCP socket.
  *
  * Node's default read path hands the receiver a fresh 64 KiB buffer for every socket read — external
- * memory that only garbage collection gives back. A receiver moving GB/s through it fell into back-to-back
- * Mark-Compacts (40–50 in 1.3 s of a 2 GiB transfer, each stalling reads while TCP's window closed;
- * docs/PERFORMANCE.md). Here the socket reads, through Node's `onread`, into an arena of the connection's
- * own, and a part of the arena is read into again as soon as the FPDU reader holds no view of it: nothing
+ * memory that only garbage collection gives back. V8 counts that memory against its old generation's room,
+ * so a fast receiver keeps starting Mark-Compacts, each stalling reads while TCP's window closes
+ * (docs/PERFORMANCE.md, "Limits"). Here the socket reads, through Node's `onread`, into an arena of the
+ * connection's own, and a part of the arena is read into again as soon as the FPDU reader holds no view of it: nothing
  * is allocated per read, and the one copy of each payload octet stays the copy from the read buffer
  * straight into the registered region (RFC 5041 §5: DDP places; MPA only frames).
  *

@@ -86,8 +86,8 @@ function itersFor(total: number, size: number): number {
 
 /**
  * Bandwidth rows measure a warm JIT on both sides: a quarter as many operations (raw: octets) again go
- * first, unmeasured, on the same connection — a cold `perf` process moves its first ≈300 MiB at a third of
- * its later rate while V8 compiles its path, where the raw baseline has little JavaScript to compile
+ * first, unmeasured, on the same connection — a cold `perf` process moves its first few hundred MiB slower
+ * while V8 compiles its path, where the raw baseline has little JavaScript to compile
  * (docs/PERFORMANCE.md, "Warm-up").
  */
 export function warmUpFor(iters: number): number {
@@ -115,10 +115,9 @@ export async function headlineFigures(plan: HeadlinePlan): Promise<void> {
         ...(extra.rounds !== undefined ? { rounds: extra.rounds } : {}),
       }),
     );
-  // The 1 MiB rows and the -q rows move 4 times the octets: at 1 GiB such a run lasted ≈0.3 s, and single
-  // rounds spread 0.70–1.44 × (1 MiB) against 0.87–0.93 × at 4 GiB; 8 QPs over 1 QP read a median 0.88 × at
-  // 1 GiB (their start and finish spread weighed in), 1.00 × at 4 GiB (docs/PERFORMANCE.md, "The headline
-  // at the bench's own nine rounds").
+  // The 1 MiB rows and the -q rows move 4 times the octets: a run of 1 GiB at those sizes is short enough
+  // that its start and finish (and, with -q, the QPs' spread) weigh in and single rounds spread widely
+  // (docs/PERFORMANCE.md, "The headline: `rddp perf` between two processes").
   const long = 4 * total;
 
   // Bandwidth: perf write_bw / read_bw with CRC (the default) against raw Node TCP and iperf3, same
