@@ -12,6 +12,11 @@
  * A block without a marker fails this test. Programs import the packages by name, as a user does: a
  * folder with `node_modules/@rddp/<name>` linked to each workspace package, resolved to their built
  * `dist` (the test builds them first); TypeScript is transpiled with the repository's TypeScript.
+ *
+ * The TSDoc `@example` blocks of the packages' entry points (each package's src/index.ts; a ```ts block after
+ * the tag) and the plugin guide's example (packages/llp/examples) are type-checked against the built
+ * packages, as a user's TypeScript sees them. A published README or guide links only to files its package
+ * ships, or to a URL.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -76,6 +81,49 @@ function attr(marker: string, key: string): string | undefined {
 }
 
 const all = readmes().flatMap((f) => examples(f, readFileSync(join(root, f), 'utf8')));
+
+/** The ```ts blocks that follow an `@example` tag in the doc comments of the packages' entry points. */
+function tsdocExamples(): { where: string; code: string }[] {
+  const out: { where: string; code: string }[] = [];
+  for (const p of readdirSync(join(root, 'packages'))) {
+    const file = `packages/${p}/src/index.ts`;
+    if (!existsSync(join(root, file))) continue;
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const comment of text.matchAll(/\/\*\*[\s\S]*?\*\//g)) {
+      const lines = comment[0].split('\n').map((l) => l.replace(/^\s*\/?\*+\/?\s?/, ''));
+      const first = text.slice(0, comment.index).split('\n').length;
+      for (let i = 0; i < lines.length; i++) {
+        if (!/^@example\b/.test(lines[i] ?? '')) continue;
+        let j = i + 1;
+        while (j < lines.length && !/^```(ts|typescript)\s*$/.test(lines[j] ?? '')) j++;
+        const body: string[] = [];
+        while (++j < lines.length && !/^```\s*$/.test(lines[j] ?? '')) body.push(lines[j] ?? '');
+        out.push({ where: `${file}:${first + i}`, code: `${body.join('\n')}\n` });
+      }
+    }
+  }
+  return out;
+}
+
+const tsdoc = tsdocExamples();
+
+/** Each published package's README and guides: the folder, the file, and what `files` ships. */
+function publishedDocs(): { dir: string; doc: string; files: string[] }[] {
+  const out: { dir: string; doc: string; files: string[] }[] = [];
+  for (const group of ['packages', 'tools']) {
+    for (const name of readdirSync(join(root, group))) {
+      const dir = `${group}/${name}`;
+      const manifest = join(root, dir, 'package.json');
+      if (!existsSync(manifest)) continue;
+      const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { private?: boolean; files?: string[] };
+      if (pkg.private) continue;
+      const files = pkg.files ?? [];
+      for (const doc of ['README.md', ...files.filter((f) => f.endsWith('.md'))])
+        if (existsSync(join(root, dir, doc))) out.push({ dir, doc, files });
+    }
+  }
+  return out;
+}
 const work = mkdtempSync(join(root, '.readme-examples-'));
 
 function run(cmd: string, args: string[], cwd: string, timeout: number) {
@@ -108,6 +156,60 @@ beforeAll(() => {
 }, 600_000);
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('TSDoc examples', () => {
+  it("every @example of the entry points, and the plugin guide's example, type-check", () => {
+    expect(tsdoc.map((e) => e.where).join('\n')).toMatch(/stack[\s\S]*verbs/);
+    expect(tsdoc.length).toBeGreaterThanOrEqual(6);
+    expect(tsdoc.filter((e) => !/from '@rddp\//.test(e.code)).map((e) => e.where)).toEqual([]);
+    const dir = join(work, 'tsdoc');
+    mkdirSync(dir);
+    const names = tsdoc.map((e, k) => {
+      const path = join(dir, `example-${k}.mts`);
+      writeFileSync(path, e.code);
+      return path;
+    });
+    const program = ts.createProgram([...names, join(root, 'packages/llp/examples/duplex-llp.ts')], {
+      target: ts.ScriptTarget.ES2022,
+      lib: ['lib.es2023.d.ts'],
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      types: ['node'],
+      typeRoots: [join(root, 'node_modules/@types')],
+      strict: true,
+      skipLibCheck: true,
+      noEmit: true,
+    });
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => {
+      const text = ts.flattenDiagnosticMessageText(d.messageText, '\n');
+      if (!d.file || d.start === undefined) return text;
+      const { line } = d.file.getLineAndCharacterOfPosition(d.start);
+      const k = names.indexOf(d.file.fileName);
+      const where =
+        k >= 0 ? `${tsdoc[k]?.where} (example line ${line + 1})` : `${relative(root, d.file.fileName)}:${line + 1}`;
+      return `${where}: ${text}`;
+    });
+    expect(problems).toEqual([]);
+  }, 120_000);
+});
+
+describe('published docs', () => {
+  it('link only to files their package ships, or to a URL', () => {
+    const bad: string[] = [];
+    for (const { dir, doc, files } of publishedDocs()) {
+      const text = readFileSync(join(root, dir, doc), 'utf8');
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = (m[1] ?? '').split('#')[0] ?? '';
+        if (target === '' || /^[a-z]+:/.test(target)) continue;
+        const top = target.replace(/^\.\//, '').split('/')[0] ?? '';
+        const shipped = ['README.md', 'LICENSE', 'package.json'].includes(top) || files.includes(top);
+        if (target.startsWith('../') || !shipped || !existsSync(join(root, dir, target)))
+          bad.push(`${dir}/${doc}: ${target}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+});
 
 describe('README examples', () => {
   it('every example block carries a test marker', () => {

@@ -152,6 +152,21 @@ function s0(c: LlpConnection): LlpStream {
   return c.streams[0] as LlpStream;
 }
 
+/**
+ * Declares the suite (vitest's `describe`/`it`) for the LLP that `factory` sets up; call it at the top level
+ * of a test file. Each check names the RFC 5041 requirement it stands for.
+ *
+ * @example The suite over the loopback LLP, each pair through a fresh listener (a vitest spec)
+ * ```ts
+ * import { tests, transportContext } from '@rddp/llp-compliance';
+ * import { loopback } from '@rddp/llp-loopback';
+ *
+ * tests({
+ *   setup: async () => transportContext(loopback(), { host: 'compliance', port: 0 }),
+ *   teardown: async () => {},
+ * });
+ * ```
+ */
 export function tests(factory: ComplianceFactory): void {
   const timeout = factory.timeoutMs ?? 30_000;
   /** vitest's `it`, with the suite's own timeout. */

@@ -1,6 +1,19 @@
 /**
  * @rddp/llp-mpa-tcp — MPA (RFC 5044; RFC 6581 enhanced connection establishment; the RDMA Consortium
  * profile, Rev 0) over `node:net` TCP, as an rddp LLP plugin. Rule sources: README.md.
+ *
+ * @example mpaTcpModule: a stack on MPA/TCP, both ends on 127.0.0.1, CRC required (RFC 5044 §7.1)
+ * ```ts
+ * import { mpaTcpModule } from '@rddp/llp-mpa-tcp';
+ * import { createStack } from '@rddp/stack';
+ *
+ * const stack = createStack(mpaTcpModule({ params: { crc: true } }));
+ * const [initiator, responder] = await stack.pair({ host: '127.0.0.1', port: 0 });
+ * console.log(initiator.setup.negotiated); // revision, crc, markersRx, markersTx, ird, ord, ...
+ * await initiator.close();
+ * responder.abort();
+ * ```
+ * @packageDocumentation
  */
 export { isCongestionControlName } from './congestion.js';
 export { MpaTcpConnection, mpaCapabilities } from './connection.js';

@@ -24,7 +24,7 @@ import { NEVER } from 'rxjs';
 
 /** One LLP stream: a 4-octet big-endian length, then the ULPDU. */
 class DuplexStream extends BaseLlpStream {
-  private pending = Buffer.alloc(0);
+  private pending: Buffer = Buffer.alloc(0);
   constructor(private readonly io: Duplex) {
     super(0, 65_536);
     io.on('data', (chunk: Buffer) => this.onData(chunk));

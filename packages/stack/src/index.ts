@@ -131,7 +131,25 @@ function defaultsOf(o: StackOptions): StackDefaults {
   return defaults;
 }
 
-/** Composes a stack on the LLP that `llp` binds (a container module or a transport object). One call per transport. */
+/**
+ * Composes a stack on the LLP that `llp` binds (a container module or a transport object). One call per transport.
+ *
+ * @example Two endpoints on the loopback LLP: an RDMA Write through verbs queue pairs (RFC 5040 §5.1)
+ * ```ts
+ * import { loopbackModule } from '@rddp/llp-loopback';
+ * import { createStack } from '@rddp/stack';
+ * import { Access } from '@rddp/verbs';
+ *
+ * const stack = createStack(loopbackModule()); // or mpaTcpModule(), sctpModule(), udpModule(), a plugin's module
+ * const [clientLink, serverLink] = await stack.pair();
+ * const [client, server] = [stack.device().allocPd(), stack.device().allocPd()];
+ * const qp = stack.queuePair(client, clientLink); // profile and IRD/ORD from the stack's defaults
+ * stack.queuePair(server, serverLink);
+ * const target = server.registerMr(new Uint8Array(16), Access.LocalWrite | Access.RemoteWrite);
+ * await qp.write(client.registerMr(new TextEncoder().encode('hello'), 0).sge(), target.remote());
+ * await qp.close();
+ * ```
+ */
 export function createStack(llp: ContainerModule | LlpTransport, options: StackOptions = {}): Stack {
   const container = new Container();
   const module = llp instanceof ContainerModule ? llp : transportModule(llp);
