@@ -1,7 +1,7 @@
 const crypto = require('crypto')
 const EventEmitter = require('events').EventEmitter
 const debug = require('debug')
-const ip = require('ip')
+const ip = require('./ip') // [rddp] in place of the npm ip package
 const Chunk = require('./chunk')
 const defs = require('./defs')
 const SN = require('./serial')

@@ -6,7 +6,7 @@
 
 const debug = require('debug')('sctp:defs')
 
-const ip = require('ip')
+const ip = require('./ip') // [rddp] in place of the npm ip package
 
 const NET_SCTP = {
   G: 50, // Granularity

@@ -630,7 +630,15 @@ class Endpoint extends EventEmitter {
   static INITIALIZE (options, transportOptions, callback) {
     const endpoint = new Endpoint(options)
     // TODO register is synchronous for now, but could be async
-    const port = transport.register(endpoint, transportOptions)
+    let port
+    try {
+      port = transport.register(endpoint, transportOptions)
+    } catch (error) {
+      // [rddp] e.g. RawSocketUnavailableError: reported as the socket's 'error'
+      clearInterval(endpoint._cookieInterval)
+      callback(error)
+      return
+    }
     if (port) {
       callback(null, endpoint)
     } else {

@@ -10,6 +10,7 @@ const sockets = require('./sockets')
 const Reassembly = require('./reassembly')
 const Packet = require('./packet')
 const Chunk = require('./chunk')
+const { RawSocketUnavailableError } = require('./errors')
 
 const Socket = sockets.Socket
 const Server = sockets.Server
@@ -59,5 +60,6 @@ module.exports = {
   Packet,
   Chunk,
   PPID: defs.PPID,
+  RawSocketUnavailableError,
   defaults
 }

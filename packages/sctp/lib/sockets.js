@@ -11,7 +11,7 @@ const Readable = require('stream').Readable
 const Writable = require('stream').Writable
 const EventEmitter = require('events').EventEmitter
 const debug = require('debug')
-const ip = require('ip')
+const ip = require('./ip') // [rddp] in place of the npm ip package
 const Endpoint = require('./endpoint')
 
 class SCTPStreamReadable extends Readable {

@@ -1,7 +1,8 @@
 const assert = require('assert')
 const dgram = require('dgram')
 const debug = require('debug')
-const ip = require('ip')
+const ip = require('./ip') // [rddp] in place of the npm ip package
+const { RAW_SOCKET_HINT, RawSocketUnavailableError } = require('./errors')
 const Packet = require('./packet')
 
 const IP_TTL = 64
@@ -36,6 +37,19 @@ const IP_HEADER_TEMPLATE = Buffer.from([
 
 let raw = null
 let rawtransport = null
+
+// [rddp] raw-socket is an optional dependency, loaded only when raw IP
+// encapsulation is asked for (no udpTransport).
+function loadRawSocket () {
+  if (!raw) {
+    try {
+      raw = require('raw-socket')
+    } catch (cause) {
+      throw new RawSocketUnavailableError(RAW_SOCKET_HINT, { cause })
+    }
+  }
+  return raw
+}
 
 const checkLength =
   process.platform === 'darwin'
@@ -135,9 +149,7 @@ class RawTransport extends Transport {
     this.debug = debug('sctp:transport:raw')
     this.debug('opening raw socket')
 
-    if (!raw) {
-      raw = require('raw-socket')
-    }
+    loadRawSocket()
 
     const rawsocket = raw.createSocket({
       addressFamily: raw.AddressFamily.IPv4,
