@@ -1,9 +1,11 @@
 /**
  * What a consumer gets: every workspace package packed (`pnpm -r pack`, which turns `workspace:*` into
  * versions), the tarballs installed with plain npm into an empty folder outside the workspace, and there an
- * RDMA Write + Read + Send program over MPA/TCP on 127.0.0.1 and the `rddp` command line. Slow (about a
- * minute: npm fetches rxjs, inversify, … from the registry); skipped with a message when the registry is
- * unreachable.
+ * RDMA Write + Read + Send program over MPA/TCP on 127.0.0.1 and the `rddp` command line. The packed
+ * manifests are the published ones: repository, homepage and bugs, no `@rddp/source` export condition
+ * (publishConfig.exports replaces the workspace's exports); @rddp/llp carries the plugin guide. Slow (about
+ * a minute: npm fetches rxjs, inversify, … from the registry, or its cache); skipped with a message when the
+ * registry is unreachable.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +23,7 @@ const env = {
   npm_config_audit: 'false',
   npm_config_fund: 'false',
   npm_config_update_notifier: 'false',
+  npm_config_prefer_offline: 'true', // what npm's cache already holds is not fetched again
 };
 
 /** Reachability of the registry npm uses; null when reachable, else why not. */
@@ -82,21 +85,38 @@ describe('packed tarballs installed with npm outside the workspace', () => {
 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('every workspace package is packed, with dist/, LICENSE, a README and no workspace: range', (ctx) => {
+  it('every workspace package is packed, with dist/, LICENSE, a README, its repository and no workspace: range or @rddp/source condition', (ctx) => {
     if (unreachable) ctx.skip(`npm registry unreachable (${unreachable}): pack-and-install not run`);
     const names = files.map((f) => f.slice(tarballs.length + 1));
     expect(names.length).toBe(15);
     for (const f of files) {
       const list = execFileSync('tar', ['tzf', f], { encoding: 'utf8' }).split('\n');
       const manifest = execFileSync('tar', ['xzfO', f, 'package/package.json'], { encoding: 'utf8' });
-      const pkg = JSON.parse(manifest) as { name: string; license?: string; publishConfig?: { access?: string } };
+      const pkg = JSON.parse(manifest) as {
+        name: string;
+        license?: string;
+        publishConfig?: { access?: string };
+        repository?: { url?: string; directory?: string };
+        homepage?: string;
+        bugs?: { url?: string };
+      };
       expect(manifest, pkg.name).not.toContain('workspace:');
+      expect(manifest, pkg.name).not.toContain('@rddp/source'); // the workspace's own export condition
+      expect(pkg.repository?.url, pkg.name).toMatch(/^git\+https:\/\/github\.com\/.+\.git$/);
+      expect(pkg.repository?.directory, pkg.name).toMatch(/^(packages|tools)\/[a-z0-9-]+$/);
+      expect(pkg.homepage, pkg.name).toMatch(/^https:\/\//);
+      expect(pkg.bugs?.url, pkg.name).toMatch(/^https:\/\//);
       expect(pkg.license, pkg.name).toBe('MIT');
       expect(pkg.publishConfig?.access, pkg.name).toBe('public');
       expect(list, pkg.name).toContain('package/LICENSE');
       expect(list, pkg.name).toContain('package/README.md');
       if (!['@rddp/sctp', '@rddp/crc32c-isal', '@rddp/writev'].includes(pkg.name))
         expect(list, pkg.name).toContain('package/dist/index.js');
+      if (pkg.name === '@rddp/llp') {
+        // The plugin guide and its example ship with the contract (the README links them).
+        expect(list).toContain('package/PLUGINS.md');
+        expect(list).toContain('package/examples/duplex-llp.ts');
+      }
     }
   });
 
