@@ -8,6 +8,7 @@
  */
 import { createRequire } from 'node:module';
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
+import { codedError, LlpError } from '@rddp/llp';
 import { MARKER_INTERVAL, MARKER_LENGTH, writeMarker } from './markers.js';
 
 type Isal = {
@@ -68,6 +69,37 @@ const SSE4_THRESHOLD = 1024;
 
 /** Which CRC32c implementation long runs use: '@rddp/crc32c-isal', 'sse4_crc32' or '@node-rs/crc32'. */
 export const crc32cBackend: string = isal ? '@rddp/crc32c-isal' : sse4 ? 'sse4_crc32' : '@node-rs/crc32';
+
+/** `RDDP_CRC32C`'s values, the package each names, and how to get it where it is missing. */
+export const CRC32C_BACKENDS = {
+  isal: {
+    package: '@rddp/crc32c-isal',
+    get: 'apt-get install libisal-dev, then pnpm install (builds @rddp/crc32c-isal with node-gyp)',
+  },
+  sse4_crc32: {
+    package: 'sse4_crc32',
+    get: 'pnpm install with node-gyp and a C++ compiler (apt-get install build-essential python3) on an SSE4.2 CPU',
+  },
+  'node-rs': { package: '@node-rs/crc32', get: 'pnpm install' },
+} as const;
+
+/** `RDDP_CRC32C` names no backend (issue 37: a pin is never ignored). */
+export class Crc32cBackendUnknownError extends codedError(LlpError, 'ERR_MPA_CRC32C_BACKEND_UNKNOWN') {}
+
+/** `RDDP_CRC32C` pins a backend that does not load here: an error, not the next backend in its place (issue 37). */
+export class Crc32cBackendMissingError extends codedError(LlpError, 'ERR_MPA_CRC32C_BACKEND_MISSING') {}
+
+if (pinned !== undefined) {
+  if (!Object.hasOwn(CRC32C_BACKENDS, pinned))
+    throw new Crc32cBackendUnknownError(
+      `RDDP_CRC32C=${pinned} names no CRC32c backend (one of: ${Object.keys(CRC32C_BACKENDS).join(', ')})`,
+    );
+  const want = CRC32C_BACKENDS[pinned as keyof typeof CRC32C_BACKENDS];
+  if (crc32cBackend !== want.package)
+    throw new Crc32cBackendMissingError(
+      `RDDP_CRC32C=${pinned} pins ${want.package}, which does not load here: ${want.get}; or unset RDDP_CRC32C`,
+    );
+}
 
 /** Below this many octets the JavaScript table beats a native call (measured: a native call costs ≈90–140 ns; the table ≈2.5 ns an octet). */
 const NATIVE_THRESHOLD = isal ? 40 : 48;

@@ -2,8 +2,10 @@
  * Options of the MPA/TCP transport and the policy choices behind their defaults (see README "Policies").
  */
 import {
+  codedError,
   DEFAULT_IPV6_SOURCE_PREFIX,
   InvalidArgumentError,
+  LlpError,
   type LlpLogger,
   type MemoryBudget,
   processMemoryBudget,
@@ -12,6 +14,24 @@ import {
 import { congestionControlOption } from './congestion.js';
 import { INLINE_DEFAULT, INLINE_MAX, type MarkerFraming } from './fpdu.js';
 import { MULPDU_MAX, MULPDU_MIN } from './markers.js';
+import { writeRanges } from './tx-direct.js';
+
+/**
+ * `directSend: true` asked for where `@rddp/writev` is not built (or on Windows): refused, not sent
+ * through Node's socket in its place (issue 37; unset, the transport still takes the direct path where it can).
+ */
+export class DirectSendUnavailableError extends codedError(LlpError, 'ERR_MPA_DIRECT_SEND_UNAVAILABLE') {}
+
+/** `directSend`: unset is the default (direct where the binding is built, `RDDP_MPA_DIRECT_SEND=0` off). */
+function directSendOption(v: unknown): boolean {
+  if (v === undefined) return process.env.RDDP_MPA_DIRECT_SEND !== '0';
+  const on = flag('directSend', v);
+  if (on && writeRanges === undefined)
+    throw new DirectSendUnavailableError(
+      "directSend needs the @rddp/writev native build (sendmsg straight to the socket), which does not load here: apt-get install build-essential python3, then pnpm install (builds @rddp/writev with node-gyp); or send through Node's socket (directSend: false, rddp --send-path socket)",
+    );
+  return on;
+}
 
 /** `highWaterMark`'s default: octets queued for the socket (views of the ULP's buffers, FPDU headers). */
 export const DEFAULT_HIGH_WATER_MARK = 4 << 20;
@@ -244,8 +264,7 @@ export function resolveTransportOptions(o: MpaTcpOptions = {}): ResolvedTranspor
     closeTimeoutMs: positive('closeTimeoutMs', o.closeTimeoutMs, 10_000),
     inlineThreshold: inlineThreshold(o.inlineThreshold),
     markerFraming: markerFraming(o.markerFraming),
-    directSend:
-      o.directSend === undefined ? process.env.RDDP_MPA_DIRECT_SEND !== '0' : flag('directSend', o.directSend),
+    directSend: directSendOption(o.directSend),
     keepAliveMs: nonNegative('keepAliveMs', o.keepAliveMs, 60_000),
     idleTimeoutMs: nonNegative('idleTimeoutMs', o.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS),
     fpduTimeoutMs: nonNegative('fpduTimeoutMs', o.fpduTimeoutMs, 30_000),

@@ -1,4 +1,4 @@
-import { buildProgram } from './program.js';
+import { programFor } from './launch.js';
 
 /** Every fatal error: one line on stderr, then the process ends (sockets and timers do not keep it alive). */
 function fatal(error: unknown): never {
@@ -18,4 +18,7 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
 process.on('uncaughtException', fatal);
 process.on('unhandledRejection', fatal);
 
-buildProgram().parseAsync(process.argv).catch(fatal);
+// Only the command that runs is loaded (./launch.ts): `rddp --help` does not load the protocol stack.
+programFor(process.argv)
+  .then((program) => program.parseAsync(process.argv))
+  .catch(fatal);

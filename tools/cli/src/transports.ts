@@ -6,6 +6,7 @@
 import { codedError, type LlpConnection, type LlpParams, type LlpTransport, RddpError } from '@rddp/llp';
 import { type LoopbackFaults, loopbackModule } from '@rddp/llp-loopback';
 import {
+  crc32cBackend,
   isCongestionControlName,
   type MarkerFraming,
   type MpaParams,
@@ -134,6 +135,24 @@ function tcpPlugin(f: TransportFlags): ToolPlugin {
 export function transportLabelOf(transport: string, c: LlpConnection): string {
   const cc = (c as { congestionControl?: unknown }).congestionControl;
   return typeof cc === 'string' ? `${transport}, ${cc}` : transport;
+}
+
+/** How connection `c` hands FPDUs to TCP: sendmsg straight to its descriptor (`@rddp/writev`) or Node's socket. */
+export function sendPathOf(c: LlpConnection): string | undefined {
+  const direct = (c.streams[0] as { sendsDirect?: unknown } | undefined)?.sendsDirect;
+  return direct === true ? 'direct (sendmsg via @rddp/writev)' : direct === false ? "Node's socket" : undefined;
+}
+
+/**
+ * What decides an MPA/TCP connection's figures besides its negotiated parameters (issue 37): the CRC32c
+ * backend, the send path, the congestion control; undefined on the other transports.
+ */
+export function mpaRunNote(c: LlpConnection): string | undefined {
+  const path = sendPathOf(c);
+  if (path === undefined) return undefined;
+  const n = (c.setup as { negotiated?: { crc?: unknown } }).negotiated;
+  const cc = (c as { congestionControl?: unknown }).congestionControl;
+  return `CRC ${n?.crc ? `on (${crc32cBackend})` : 'off'}, send path ${path}, congestion ${typeof cc === 'string' ? cc : "the system's"}`;
 }
 
 /** The MPA flags, refused on the other transports. */

@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
+import { crc32cBackend } from '@rddp/llp-mpa-tcp';
 import { type Command, Option } from 'commander';
 import { firstValueFrom, take } from 'rxjs';
 import { perfChart } from '../charts/tool-charts.js';
@@ -35,7 +36,7 @@ import {
   perfDebug,
   perfServe,
 } from '../perf/engine.js';
-import { allSizes, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
+import { allSizes, type BwUnit, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
 import {
   MemoryBudget,
   PERF_DEFAULT_MAX_MEMORY,
@@ -49,7 +50,14 @@ import {
 import { connectQps, PERF_MAX_QPS, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
 import { isPerfWorker, PERF_MAX_WORKERS, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
 import { octets, type Progress, type ProgressSink, startProgress } from '../progress.js';
-import { type ToolTransport, TRANSPORT_NAMES, toolTransport, transportLabelOf, UsageError } from '../transports.js';
+import {
+  sendPathOf,
+  type ToolTransport,
+  TRANSPORT_NAMES,
+  toolTransport,
+  transportLabelOf,
+  UsageError,
+} from '../transports.js';
 
 export interface PerfOptions {
   port: string;
@@ -100,6 +108,34 @@ export interface PerfOptions {
   workers?: string;
   /** Client, latency tests: unmeasured round trips before each size's measured ones. */
   warmUp?: string;
+  /** perftest's `-d, --ib-dev <dev>`: the device named in the header (rddp runs its one software device). */
+  ibDev?: string;
+  /** perftest's `-R, --rdma_cm`: connect through rdma_cm — how rddp connects anyway (noted in the header). */
+  rdmaCm?: boolean;
+  /** perftest's `-F, --CPU-freq`: do not fail on CPU frequency warnings (rddp makes none: a no-op). */
+  cpuFreq?: boolean;
+  /** perftest's `--report_gbits`: bandwidth in Gb/sec (10^9 bits a second) instead of MB/sec. */
+  reportGbits?: boolean;
+}
+
+/**
+ * What decides a run's figure besides its parameters, for the header (issue 37): the device named, the
+ * connection's negotiated MPA parameters, CRC backend, send path and congestion control, QPs and streams.
+ */
+export interface PerfHeaderInfo {
+  /** `-d`: the device the user named (perftest's --ib-dev). */
+  readonly device?: string;
+  readonly unit?: BwUnit;
+  readonly qps?: number;
+  readonly streams?: number;
+  /** `-R` was given. */
+  readonly rdmaCm?: boolean;
+  /** The run's (client's or served) connection: its negotiated parameters and send path. */
+  readonly conn?: LlpConnection;
+  /** `--transport`. */
+  readonly transport?: string;
+  /** MPA's CRC32c backend (`crc32cBackend` of @rddp/llp-mpa-tcp); MPA/TCP only. */
+  readonly crcBackend?: string;
 }
 
 /** Where a server listens unless --bind_source_ip says otherwise: every IPv4 address. */
@@ -193,9 +229,33 @@ export function runProgress(
   return { progress, onMoved: (n) => progress.add(n), stop: () => progress.stop() };
 }
 
-export function printHeader(p: PerfParams, tt: string, print: (s: string) => void): void {
+/** rddp's one software device: what perftest's `Device` line names when `-d` names none. */
+export const PERF_DEVICE = 'rddp0';
+
+/** The MPA/TCP lines of the header: what the connection negotiated (RFC 5044 §7.1), its CRC backend and send path. */
+function mpaLines(h: PerfHeaderInfo): string[] {
+  const n = (h.conn?.setup as { negotiated?: Record<string, unknown> } | undefined)?.negotiated;
+  if (h.transport !== 'tcp' || h.conn === undefined || n === undefined || typeof n.revision !== 'number') return [];
+  const cc = (h.conn as { congestionControl?: unknown }).congestionControl;
+  const markers = `${n.markersTx ? 'sent' : 'not sent'}, ${n.markersRx ? 'received' : 'not received'}`;
+  return [
+    ` MPA revision   : ${n.revision}${n.rdmac ? ' (RDMA Consortium profile)' : ''}    Markers: ${markers}`,
+    ` CRC            : ${n.crc ? `on (${h.crcBackend ?? 'CRC32c'})` : 'off'}`,
+    ` Send path      : ${sendPathOf(h.conn) ?? '?'}`,
+    ` Congestion     : ${typeof cc === 'string' ? cc : "the system's"}`,
+  ];
+}
+
+export function printHeader(p: PerfParams, tt: string, print: (s: string) => void, h: PerfHeaderInfo = {}): void {
   print(RULE);
   print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
+  print(
+    ` Device         : ${h.device === undefined ? `${PERF_DEVICE} (rddp's software device)` : `${h.device} (named by -d; rddp has one software device)`}`,
+  );
+  print(` Number of qps  : ${h.qps ?? 1}    Streams: ${h.streams ?? 1}`);
+  for (const l of mpaLines(h)) print(l);
+  // perftest's -R picks rdma_cm over its out-of-band socket; rddp's ends always meet over the connection.
+  print(` Data ex. method: over the connection (rdma_cm-style connect${h.rdmaCm ? '; -R: as asked' : ''})`);
   print(` Transport: ${tt}    TX depth: ${p.txDepth}    Verify: ${p.verify ? 'on' : 'off'}`);
   if (p.test.endsWith('_bw')) {
     const mods = [...new Set(p.sizes.map((size) => cqModFor(p, size)))];
@@ -205,12 +265,31 @@ export function printHeader(p: PerfParams, tt: string, print: (s: string) => voi
       print(' Warning: large messages with CQ moderation enabled: the window drains between signaled completions');
   }
   print(RULE);
-  print(p.test.endsWith('_bw') ? bwHeader() : latHeader());
+  print(p.test.endsWith('_bw') ? bwHeader(h.unit) : latHeader());
 }
 
-export function resultLine(r: PerfResult): string {
-  const line = r.kind === 'bw' ? bwLine(r.row) : latLine(r.row);
+export function resultLine(r: PerfResult, unit: BwUnit = 'MB'): string {
+  const line = r.kind === 'bw' ? bwLine(r.row, unit) : latLine(r.row);
   return r.verified ? line : `${line}   (VERIFY FAILED)`;
+}
+
+/** The bandwidth unit the flags ask for: perftest's MB/sec, or Gb/sec with --report_gbits. */
+export function unitOf(o: PerfOptions): BwUnit {
+  return o.reportGbits ? 'Gb' : 'MB';
+}
+
+/** The header's information from the flags and, once there is one, the run's connection. */
+export function headerInfo(o: PerfOptions, more: { conn?: LlpConnection; qps?: number } = {}): PerfHeaderInfo {
+  return {
+    ...(o.ibDev !== undefined ? { device: o.ibDev } : {}),
+    unit: unitOf(o),
+    qps: more.qps ?? 1,
+    streams: more.conn?.streams.length ?? (o.streams === undefined ? 1 : Number(o.streams)),
+    ...(o.rdmaCm ? { rdmaCm: true } : {}),
+    ...(more.conn ? { conn: more.conn } : {}),
+    transport: o.transport,
+    crcBackend: crc32cBackend,
+  };
 }
 
 export function streamCount(o: PerfOptions, tt: ToolTransport): number {
@@ -291,8 +370,13 @@ function printResults(
 ): void {
   if (!o.json && results.length) {
     const label = conn ? transportLabelOf(o.transport, conn) : o.transport;
-    printHeader({ ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) }, label, print);
-    for (const r of results) print(resultLine(r));
+    printHeader(
+      { ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) },
+      label,
+      print,
+      headerInfo(o, conn ? { conn } : {}),
+    );
+    for (const r of results) print(resultLine(r, unitOf(o)));
     print(RULE);
   } else for (const r of results) print(JSON.stringify(r));
 }
@@ -325,7 +409,8 @@ export async function perfLoopback(
   const n = streamCount(o, tt);
   const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
   perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
-  if (!o.json) printHeader(p, transportLabelOf(transportLabel(o.transport, n), client), print);
+  if (!o.json)
+    printHeader(p, transportLabelOf(transportLabel(o.transport, n), client), print, headerInfo(o, { conn: client }));
   // Both ends are this user's: the server serves whatever the flags ask for.
   const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
   const served = perfServeStreams(server, tt, () => {}, { limits });
@@ -338,7 +423,7 @@ export async function perfLoopback(
       tt,
       p,
       (r) => {
-        const line = o.json ? JSON.stringify(r) : resultLine(r);
+        const line = o.json ? JSON.stringify(r) : resultLine(r, unitOf(o));
         if (bar) bar.progress.interrupt(() => print(line));
         else print(line);
       },
@@ -373,16 +458,19 @@ export function printQpsRows(
   rows: readonly QpsRow[],
   json: boolean | undefined,
   print: (s: string) => void,
+  h: PerfHeaderInfo = {},
 ): void {
   if (json) {
     for (const r of rows) print(qpsJson(r));
     return;
   }
-  printHeader({ ...p, sizes: rows.map((r) => r.aggregate.row.bytes) }, label, print);
+  printHeader({ ...p, sizes: rows.map((r) => r.aggregate.row.bytes) }, label, print, h);
   for (const r of rows) {
-    print(`${resultLine(r.aggregate)}   (aggregate of ${r.qps.length} QPs)`);
+    print(`${resultLine(r.aggregate, h.unit)}   (aggregate of ${r.qps.length} QPs)`);
     for (const q of r.qps)
-      print(`${resultLine(q.result)}   QP ${q.qp}${q.serverPid !== undefined ? `, server pid ${q.serverPid}` : ''}`);
+      print(
+        `${resultLine(q.result, h.unit)}   QP ${q.qp}${q.serverPid !== undefined ? `, server pid ${q.serverPid}` : ''}`,
+      );
   }
   print(RULE);
 }
@@ -391,21 +479,27 @@ function transportLabel(transport: string, streams: number): string {
   return `${transport}${streams > 1 ? `, ${streams} streams (aggregate)` : ''}`;
 }
 
-/** `--out DIR`: the run's table as perftest prints it (`<test>.txt`) and its chart (`<test>.svg`). */
+/**
+ * `--out DIR`: the run's table as perftest prints it (`<test>.txt`) and its chart (`<test>.svg`), titled
+ * with how the run was made (`inProcess`: `--loopback`, both ends in this process; issue 37).
+ */
 export async function writePerfOut(
   dir: string,
   p: PerfParams,
   transport: string,
   results: readonly PerfResult[],
+  h: PerfHeaderInfo = {},
+  inProcess = false,
 ): Promise<string[]> {
   const table: string[] = [];
-  printHeader({ ...p, sizes: results.map((r) => r.row.bytes) }, transport, (s) => table.push(s));
-  for (const r of results) table.push(resultLine(r));
+  printHeader({ ...p, sizes: results.map((r) => r.row.bytes) }, transport, (s) => table.push(s), h);
+  for (const r of results) table.push(resultLine(r, h.unit));
   table.push(RULE);
   await mkdir(dir, { recursive: true });
   const files = [path.join(dir, `${p.test}.txt`), path.join(dir, `${p.test}.svg`)];
   await writeFile(files[0] as string, `${table.join('\n')}\n`);
-  await writeFile(files[1] as string, perfChart(p.test, transport, results));
+  const title = `rddp perf ${p.test} over ${transport}${inProcess ? ', both ends in one process (--loopback)' : ', client and server processes'}`;
+  await writeFile(files[1] as string, perfChart(p.test, transport, results, title));
   return files;
 }
 
@@ -500,25 +594,45 @@ export function registerPerf(program: Command): void {
     )
     .option('--persistent', 'server: keep serving clients, each connection on its own, until SIGINT or SIGTERM')
     .option('--bind_source_ip <addr>', `server: the address to listen on (default ${PERF_DEFAULT_BIND}, every address)`)
+    // perftest's flags (perftest_parameters.c): -d names the device there, so rddp's debug is --debug only.
     .option(
-      '-d, --debug',
+      '-d, --ib-dev <dev>',
+      "perftest's device name: accepted and shown in the header (rddp runs its one software device)",
+    )
+    .option('-R, --rdma_cm', "perftest's connect-through-rdma_cm: how rddp connects anyway (noted in the header)")
+    .option('-F, --CPU-freq', "perftest's do-not-fail-on-CPU-frequency-warnings: rddp makes none (accepted, no effect)")
+    .option(
+      '--report_gbits',
+      "bandwidth in Gb/sec (10^9 bits a second) as perftest's --report_gbits, instead of MB/sec",
+    )
+    .option(
+      '--debug',
       'protocol events on stderr: the negotiated LLP parameters (MPA revision, CRC, Markers, RTR), Terminates',
     )
     .addHelpText(
       'after',
-      '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc',
+      '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf write_bw 127.0.0.1 -d siw0 -F -R --report_gbits   # perftest habits\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc\n\nDifferences from perftest: docs/PERFTEST.md',
     )
     .action(
       async (
         test: string,
         server: string | undefined,
-        raw: PerfOptions & { outstanding?: string; bind_source_ip?: string },
+        raw: PerfOptions & {
+          outstanding?: string;
+          bind_source_ip?: string;
+          rdma_cm?: boolean;
+          CPUFreq?: boolean;
+          report_gbits?: boolean;
+        },
         cmd: Command,
       ) => {
         const o: PerfOptions = {
           ...raw,
           ...(raw.outstanding ? { txDepth: raw.outstanding } : {}),
           ...(raw.bind_source_ip !== undefined ? { bindSourceIp: raw.bind_source_ip } : {}),
+          ...(raw.rdma_cm ? { rdmaCm: true } : {}),
+          ...(raw.CPUFreq ? { cpuFreq: true } : {}),
+          ...(raw.report_gbits ? { reportGbits: true } : {}),
         };
         const print = (s: string) => console.log(s);
         if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
@@ -532,7 +646,14 @@ export function registerPerf(program: Command): void {
           const results = await perfLoopback(test, o, print, {});
           if (o.out) {
             const n = o.streams === undefined ? 1 : Number(o.streams);
-            await writePerfOut(o.out, perfParams(test, o), transportLabel(o.transport, n), results);
+            await writePerfOut(
+              o.out,
+              perfParams(test, o),
+              transportLabel(o.transport, n),
+              results,
+              headerInfo(o),
+              true,
+            );
           }
           return;
         }
@@ -579,7 +700,15 @@ export function registerPerf(program: Command): void {
               },
               ...(stopped ? { stopped } : {}),
             });
-            if (perQp.length) printQpsRows(p, transportLabel(o.transport, 1), qpsRows(perQp, pids), o.json, print);
+            if (perQp.length)
+              printQpsRows(
+                p,
+                transportLabel(o.transport, 1),
+                qpsRows(perQp, pids),
+                o.json,
+                print,
+                headerInfo(o, { qps: perQp.length }),
+              );
             if (failed) log(`${failed} of ${o.persistent ? 'the' : qps} connections failed`);
             process.exit(failed && !o.persistent ? 1 : 0);
           }
@@ -634,6 +763,7 @@ export function registerPerf(program: Command): void {
                 ),
                 o.json,
                 print,
+                headerInfo(o, { qps }),
               );
             if (ok.length < qps) {
               process.exitCode = 1;
@@ -672,13 +802,15 @@ export function registerPerf(program: Command): void {
           } finally {
             bar.stop();
           }
-          printQpsRows(p, label, rows, o.json, print);
+          const h = headerInfo(o, { qps, ...(conns[0] ? { conn: conns[0] } : {}) });
+          printQpsRows(p, label, rows, o.json, print, h);
           if (o.out)
             await writePerfOut(
               o.out,
               p,
               label,
               rows.map((r) => r.aggregate),
+              h,
             );
           if (rows.some((r) => !r.aggregate.verified)) {
             process.exitCode = 1;
@@ -690,7 +822,14 @@ export function registerPerf(program: Command): void {
           { host: server, port },
           { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
         );
-        if (!o.json) printHeader(p, transportLabelOf(o.transport, conn), print);
+        const h = headerInfo(o, { conn });
+        // The header once the server has accepted the run (its READY), not before a refusal (issue 37).
+        let headed = o.json === true;
+        const onReady = () => {
+          if (headed) return;
+          headed = true;
+          bar.progress.interrupt(() => printHeader(p, transportLabelOf(o.transport, conn), print, h));
+        };
         const bar = runProgress(p, conn.streams.length, {}, warmUpOf(o).warmUp);
         let results: PerfResult[];
         try {
@@ -699,16 +838,16 @@ export function registerPerf(program: Command): void {
             tt,
             p,
             (r) => {
-              bar.progress.interrupt(() => print(o.json ? JSON.stringify(r) : resultLine(r)));
+              bar.progress.interrupt(() => print(o.json ? JSON.stringify(r) : resultLine(r, h.unit)));
             },
             bar.onMoved,
-            warmUpOf(o),
+            { ...warmUpOf(o), onReady },
           );
         } finally {
           bar.stop();
         }
         if (!o.json) print(RULE);
-        if (o.out) await writePerfOut(o.out, p, o.transport, results);
+        if (o.out) await writePerfOut(o.out, p, o.transport, results, h);
         if (results.some((r) => !r.verified)) {
           process.exitCode = 1;
           console.error('rddp perf: data verification failed');

@@ -2,6 +2,7 @@
  * `rddp rping` — librdmacm's rping, over rddp: the same flags, the same application protocol
  * (src/rping/protocol.ts), so it can face a real rping over Linux siw.
  */
+import { networkInterfaces } from 'node:os';
 import { Access } from '@rddp/ddp';
 import { type LlpConnection, type LlpListener, MemoryBudget, SourceShares } from '@rddp/llp';
 import { type Command, Option } from 'commander';
@@ -41,12 +42,14 @@ import {
   RPING_MIN_SIZE,
 } from '../rping/protocol.js';
 import { RdmaSession } from '../rping/session.js';
-import { type ToolTransport, toolTransport, UsageError } from '../transports.js';
+import { mpaRunNote, type ToolTransport, toolTransport, UsageError } from '../transports.js';
 
 export interface RpingOptions {
   server?: boolean;
   client?: boolean;
   addr: string;
+  /** rping's `-I <addr>`: the client's source address (rping.c binds it in rdma_resolve_addr). */
+  source?: string;
   port: string;
   count?: string;
   size: string;
@@ -302,6 +305,17 @@ export async function rpingServe(
   }
 }
 
+/** -d: the CRC32c backend, send path and congestion control the connection runs (MPA/TCP; issue 37). */
+function runNote(conn: LlpConnection, out: Out): void {
+  const note = mpaRunNote(conn);
+  if (note !== undefined) out.debug(`running ${note}`);
+}
+
+/** Whether `host` is one of this host's interface addresses (what -I may bind). */
+function isLocalAddress(host: string): boolean {
+  return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.address === host));
+}
+
 export async function runRping(o: RpingOptions, out: Out): Promise<void> {
   if (!!o.server === !!o.client) throw new UsageError('give exactly one of -s (server) or -c (client)');
   const port = int('-p', o.port, 0, 65535);
@@ -328,6 +342,9 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
     throw new UsageError(`--plant-bug must be one of: ${PLANTED_BUGS.join(', ')}`);
   if (o.plantBug !== undefined && o.client) throw new UsageError('--plant-bug applies to the server (-s)');
   const plant = o.plantBug === 'terminate-code' ? plantTerminateCodeBug : (c: LlpConnection) => c;
+  if (o.source !== undefined && !o.client) throw new UsageError('-I applies to the client (-c)');
+  if (o.source !== undefined && !isLocalAddress(o.source))
+    throw new UsageError(`-I ${o.source} is not an address of this host`);
   const tt = toolTransport(o);
   if (o.client) {
     out.debug(`connecting to ${o.addr}:${port} over ${o.transport}`);
@@ -336,6 +353,10 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
       { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
     );
     out.debug(`connected: ${JSON.stringify(conn.setup.negotiated)}`);
+    runNote(conn, out);
+    // The LLPs' connect takes no source address yet: the kernel's route picks it; say when it differs.
+    if (o.source !== undefined && conn.localAddress.host !== o.source)
+      (out.note ?? out.debug)(`-I ${o.source}: connected from ${conn.localAddress.host} (the kernel's choice)`);
     const t0 = performance.now();
     await rpingClient(conn, tt, { count, size, verbose: !!o.verbose, validate: !!o.validate }, out);
     out.debug('client done');
@@ -379,6 +400,7 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
   const conn = await firstValueFrom(listener.connections$);
   await listener.close();
   out.debug(`accepted ${conn.remoteAddress.host}:${conn.remoteAddress.port}: ${JSON.stringify(conn.setup.negotiated)}`);
+  runNote(conn, out);
   const source = clientSource(conn.remoteAddress, ipv6SourcePrefix);
   const pings = await rpingServe(plant(conn), tt, { size, verbose: !!o.verbose, source, stepTimeoutMs }, out);
   (out.note ?? out.debug)(`served ${pings} pings`);
@@ -433,6 +455,7 @@ async function servePersistent(
     }
     active.add(conn);
     out.debug(`accepted ${peer}: ${JSON.stringify(conn.setup.negotiated)}`);
+    runNote(conn, out);
     rpingServe(
       o.plant(conn),
       tt,
@@ -465,6 +488,7 @@ export function registerRping(program: Command): void {
     .option('-s', 'server')
     .option('-c', 'client')
     .option('-a <addr>', 'address (server: bind; client: connect to)', '127.0.0.1')
+    .option('-I <addr>', "client: source address (rping's -I; checked to be this host's, see docs/PERFTEST.md)")
     .option('-P', 'persistent server: serve clients concurrently until SIGINT or SIGTERM')
     .option('-p <port>', 'port', integerIn(0, 65535), String(RPING_DEFAULT_PORT))
     .option('-C <count>', 'ping count (default: forever)', integerIn(0, 2 ** 31 - 1))
@@ -476,7 +500,7 @@ export function registerRping(program: Command): void {
     )
     .option('-v', 'print ping data')
     .option('-V', 'validate ping data')
-    .option('-d', 'debug: protocol events')
+    .option('-d', 'debug: protocol events, and the CRC32c backend and send path the connection runs (as rping -d)')
     .addOption(new Option('--transport <name>', 'LLP to run on').default('tcp'))
     .option('--mpa-rev <rev>', 'MPA revision: 1, 2 (RFC 6581), 0 (RDMA Consortium profile, DDP/RDMAP version 0)')
     .option('--crc', 'ask for MPA CRCs (default)')
@@ -532,6 +556,7 @@ export function registerRping(program: Command): void {
         server: raw.s as boolean | undefined,
         client: raw.c as boolean | undefined,
         addr: raw.a as string,
+        ...(raw.I !== undefined ? { source: raw.I as string } : {}),
         port: raw.p as string,
         count: raw.C as string | undefined,
         size: raw.S as string,

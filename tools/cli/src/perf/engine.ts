@@ -9,11 +9,9 @@ import { type LlpConnection, type MemoryReservation, processMemoryBudget, source
 import type { RdmapStreamBuilder } from '@rddp/stack';
 import { Access, type Device, type Mr, type RemoteBuffer, type SendWorkRequest, type Sge } from '@rddp/verbs';
 import { filter, firstValueFrom } from 'rxjs';
-import { summarizeLatency } from '../bench/stats.js';
 import { PeerWatch } from '../peer.js';
 import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError } from './errors.js';
-import type { BwRow, LatRow } from './format.js';
-import { mbPerSec } from './format.js';
+import { type BwRow, type LatRow, mbPerSec, perfLatency } from './format.js';
 import {
   CONTROL_SIZE,
   checkHello,
@@ -568,7 +566,7 @@ async function clientRun(
         result = {
           kind: 'lat',
           verified,
-          row: { bytes: size, iterations: samples.length, lat: summarizeLatency(samples.values()) },
+          row: { bytes: size, iterations: samples.length, lat: perfLatency(samples.values()) },
         };
       }
       results.push(result);

@@ -1,5 +1,5 @@
 /** perftest's output tables (ib_write_bw / ib_write_lat), so RDMA users read rddp's figures at a glance. */
-import type { LatencySummary } from '../bench/stats.js';
+import { type LatencySummary, quantile, sorted, summarizeLatency } from '../bench/stats.js';
 
 export const RULE = '-'.repeat(87);
 
@@ -13,31 +13,75 @@ export interface BwRow {
   readonly msgRateMpps: number;
 }
 
+/** A latency run's figures as ib_send_lat reports them: the summary, its standard deviation and 99.9 % percentile. */
+export interface PerfLatency extends LatencySummary {
+  /** Standard deviation of the samples (population, µs). */
+  readonly stdev: number;
+  /** 99.9 % percentile (µs). */
+  readonly p999: number;
+}
+
 export interface LatRow {
   readonly bytes: number;
   readonly iterations: number;
-  readonly lat: LatencySummary;
+  readonly lat: PerfLatency;
 }
 
-export function bwHeader(): string {
-  return ` #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]`;
+/** The figures ib_send_lat prints of `samples` (µs): min, max, typical (median), avg, stdev, 99 %, 99.9 %. */
+export function perfLatency(samples: readonly number[]): PerfLatency {
+  const base = summarizeLatency(samples);
+  const n = samples.length;
+  let sq = 0;
+  for (const v of samples) sq += (v - base.avg) ** 2;
+  return { ...base, stdev: n ? Math.sqrt(sq / n) : Number.NaN, p999: quantile(sorted(samples), 0.999) };
 }
 
-export function bwLine(r: BwRow): string {
-  return ` ${String(r.bytes).padEnd(10)} ${String(r.iterations).padEnd(14)} ${r.peakMBps
+/** perftest's units: MB/sec (2^20 octets a second), or Gb/sec (10^9 bits a second) with --report_gbits. */
+export type BwUnit = 'MB' | 'Gb';
+
+/** perftest's format factor: Gb/sec is octets / 125 000 000 a second, MB/sec octets / 2^20. */
+function inUnit(mbps: number, unit: BwUnit): number {
+  return unit === 'MB' ? mbps : (mbps * 1048576) / 125_000_000;
+}
+
+export function bwHeader(unit: BwUnit = 'MB'): string {
+  return ` #bytes     #iterations    BW peak[${unit}/sec]    BW average[${unit}/sec]   MsgRate[Mpps]`;
+}
+
+export function bwLine(r: BwRow, unit: BwUnit = 'MB'): string {
+  return ` ${String(r.bytes).padEnd(10)} ${String(r.iterations).padEnd(14)} ${inUnit(r.peakMBps, unit)
     .toFixed(2)
-    .padStart(10)}         ${r.avgMBps.toFixed(2).padStart(10)}             ${r.msgRateMpps.toFixed(6)}`;
+    .padStart(10)}         ${inUnit(r.avgMBps, unit).toFixed(2).padStart(10)}             ${r.msgRateMpps.toFixed(6)}`;
 }
+
+/** ib_send_lat's columns, in its order (perftest's RESULT_FMT_LAT). */
+export const LAT_COLUMNS = [
+  '#bytes',
+  '#iterations',
+  't_min[usec]',
+  't_max[usec]',
+  't_typical[usec]',
+  't_avg[usec]',
+  't_stdev[usec]',
+  '99% percentile[usec]',
+  '99.9% percentile[usec]',
+] as const;
+
+/** Widths of the columns: each figure right-aligned under the end of its title. */
+const LAT_WIDTHS = [7, 11, 14, 14, 18, 14, 16, 23, 25];
 
 export function latHeader(): string {
-  return ` #bytes #iterations    t_min[usec]    t_typical[usec]    t_p99[usec]    t_max[usec]    t_avg[usec]`;
+  return ` ${LAT_COLUMNS.map((c, i) => (i < 2 ? c.padEnd(LAT_WIDTHS[i] as number) : c.padStart(LAT_WIDTHS[i] as number))).join(' ')}`;
 }
 
 export function latLine(r: LatRow): string {
-  const f = (v: number) => v.toFixed(2).padStart(10);
-  return ` ${String(r.bytes).padEnd(6)} ${String(r.iterations).padEnd(11)} ${f(r.lat.min)}     ${f(r.lat.median)}         ${f(
-    r.lat.p99,
-  )}     ${f(r.lat.max)}     ${f(r.lat.avg)}`;
+  const l = r.lat;
+  const cells = [
+    String(r.bytes),
+    String(r.iterations),
+    ...[l.min, l.max, l.median, l.avg, l.stdev, l.p99, l.p999].map((v) => v.toFixed(2)),
+  ];
+  return ` ${cells.map((c, i) => (i < 2 ? c.padEnd(LAT_WIDTHS[i] as number) : c.padStart(LAT_WIDTHS[i] as number))).join(' ')}`;
 }
 
 /** perftest's MB/sec: 2^20 octets per second. */

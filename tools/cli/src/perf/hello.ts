@@ -221,6 +221,8 @@ export function checkResult(octets: Uint8Array, p: PerfParams): PerfResult[] {
             p99: num(row.lat.p99),
             max: num(row.lat.max),
             avg: num(row.lat.avg),
+            stdev: num(row.lat.stdev),
+            p999: num(row.lat.p999),
           },
         },
       };

@@ -1,0 +1,240 @@
+/**
+ * Issue 37: `rddp perf` and `rddp rping` take perftest's and rping's habits (flags, ib_send_lat's columns,
+ * a header naming what decides the figure), `rddp doctor` shows the backends, and a pinned backend that
+ * is missing is an error. Each runs the CLI as a separate process.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../src/launch.js';
+import { LAT_COLUMNS } from '../src/perf/format.js';
+import { buildProgram } from '../src/program.js';
+import { type Ended, freePort, outputMatches, startedProcesses } from './procs.js';
+
+const MAIN = path.resolve(__dirname, '../dist/main.js');
+/** node --require fake: hides the packages RDDP_TEST_MISSING names, as on an install without them. */
+const MISSING = path.resolve(__dirname, 'fixtures/missing-modules.cjs');
+
+const procs = startedProcesses();
+
+/** `node dist/main.js args…` with `env` added (and the missing-modules fake where `missing` names some). */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  missing?: string,
+): { child: ChildProcess; done: Promise<Ended> } {
+  const child = procs.track(
+    spawn(process.execPath, [...(missing ? ['--require', MISSING] : []), MAIN, ...args], {
+      env: { ...process.env, ...env, ...(missing ? { RDDP_TEST_MISSING: missing } : {}) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
+}
+
+beforeAll(async () => {
+  // tools/rddp rebuilds dist when a source is newer; dist/main.js is run directly below.
+  const r = procs.run(['--version']);
+  expect((await r.done).code).toBe(0);
+}, 180_000);
+
+describe('rddp perf: perftest flags (issue 37)', () => {
+  it('`perf write_bw <server> -d siw0 -F -R --report_gbits` runs and reports Gb/sec and the device', async () => {
+    const port = String(await freePort());
+    const server = procs.run(['perf', 'write_bw', '-p', port, '-n', '200', '-d', 'siw0', '-F', '-R']);
+    await outputMatches(server.child, 'stderr', /listening/);
+    const client = await procs.run([
+      'perf',
+      'write_bw',
+      '127.0.0.1',
+      '-p',
+      port,
+      '-n',
+      '200',
+      '-d',
+      'siw0',
+      '-F',
+      '-R',
+      '--report_gbits',
+    ]).done;
+    expect(client.code, client.err).toBe(0);
+    expect(client.out).toMatch(/Device\s+: siw0/);
+    expect(client.out).toContain('BW peak[Gb/sec]    BW average[Gb/sec]');
+    expect(client.out).toMatch(/Data ex\. method: .*-R/);
+    // Everything that decides the figure: MPA revision, CRC and its backend, send path, congestion, QPs, streams.
+    expect(client.out).toMatch(/MPA revision\s+: 1/);
+    expect(client.out).toMatch(/CRC\s+: on \((@rddp\/crc32c-isal|sse4_crc32|@node-rs\/crc32)\)/);
+    expect(client.out).toMatch(/Send path\s+: (direct \(sendmsg via @rddp\/writev\)|Node's socket)/);
+    expect(client.out).toMatch(/Congestion\s+: \S+/);
+    expect(client.out).toMatch(/Number of qps\s+: 1\s+Streams: 1/);
+    const row = client.out.split('\n').find((l) => /^ 65536\s/.test(l));
+    const [, , peak, avg] = (row ?? '').trim().split(/\s+/).map(Number);
+    // Gb/sec: 10^9 bits a second, so 64 KiB Writes on loopback are well under 1000 of them.
+    expect(peak).toBeGreaterThan(0);
+    expect(avg).toBeLessThan(1000);
+    const served = await server.done;
+    expect(served.code, served.err).toBe(0);
+    expect(served.out).toMatch(/Device\s+: siw0/);
+    expect(served.out).toContain('BW peak[MB/sec]'); // the server was not given --report_gbits
+  }, 60_000);
+
+  it("`--debug` is rddp perf's debug; -d takes a device name", async () => {
+    const r = await cli(['perf', 'write_bw', '--loopback', '--transport', 'loopback', '-n', '10', '--debug']).done;
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain('rddp perf: connected over');
+    const bad = await cli(['perf', 'write_bw', '--loopback', '-d']).done;
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/^rddp: option '-d, --ib-dev <dev>' argument missing/);
+  }, 30_000);
+
+  it("send_lat prints ib_send_lat's columns in ib_send_lat's order, with stdev, 99 % and 99.9 %", async () => {
+    const r = await cli(['perf', 'send_lat', '--loopback', '-n', '300', '-s', '64']).done;
+    expect(r.code, r.err).toBe(0);
+    const lines = r.out.split('\n');
+    const head = lines.find((l) => l.includes('#bytes')) ?? '';
+    expect(head.trim().replace(/\s+/g, ' ')).toBe(LAT_COLUMNS.join(' '));
+    const row = lines[lines.indexOf(head) + 1] ?? '';
+    const [bytes, iters, min, max, typical, avg, stdev, p99, p999] = row.trim().split(/\s+/).map(Number);
+    expect([bytes, iters]).toEqual([64, 300]);
+    for (const v of [min, max, typical, avg, stdev, p99, p999]) expect(Number.isFinite(v)).toBe(true);
+    expect(min).toBeLessThanOrEqual(typical as number);
+    expect(typical).toBeLessThanOrEqual(p99 as number);
+    expect(p99).toBeLessThanOrEqual(p999 as number);
+    expect(p999).toBeLessThanOrEqual(max as number);
+    expect(stdev).toBeGreaterThanOrEqual(0);
+  }, 30_000);
+
+  it('the client prints no table header when the server refuses its run', async () => {
+    const port = String(await freePort());
+    const server = procs.run(['perf', 'write_bw', '-p', port, '-s', '4096']);
+    await outputMatches(server.child, 'stderr', /listening/);
+    const client = await procs.run(['perf', 'write_bw', '127.0.0.1', '-p', port, '-s', '8192']).done;
+    expect(client.code).not.toBe(0);
+    expect(client.err).toMatch(/server refused.*\(ERR_PERF_SERVER_REFUSED\)/);
+    expect(client.out).not.toContain('Test (rddp)');
+    expect(client.out).not.toContain('#bytes');
+    await server.done;
+  }, 30_000);
+});
+
+describe('rddp rping: rping flags (issue 37)', () => {
+  it('-I names the client source address; -d prints the CRC backend and send path the connection runs', async () => {
+    const port = String(await freePort());
+    const server = procs.run(['rping', '-s', '-a', '127.0.0.1', '-p', port, '-d']);
+    await outputMatches(server.child, 'stderr', /listening/);
+    const client = await procs.run(['rping', '-c', '-a', '127.0.0.1', '-I', '127.0.0.1', '-p', port, '-C', '3', '-d'])
+      .done;
+    expect(client.code, client.err).toBe(0);
+    expect(client.err).toMatch(/rping: running CRC on \(\S+\), send path (direct|Node's socket)/);
+    expect(client.err).not.toContain('-I 127.0.0.1: connected from');
+    const served = await server.done;
+    expect(served.err).toMatch(/rping: running CRC on/);
+  }, 30_000);
+
+  it('-I with an address this host does not have, or on the server, is a usage error', async () => {
+    const r = await cli(['rping', '-c', '-I', '203.0.113.9', '-C', '1']).done;
+    expect(r.code).toBe(2);
+    expect(r.err.trim()).toBe('rddp: -I 203.0.113.9 is not an address of this host (ERR_RDDP_USAGE)');
+    const s = await cli(['rping', '-s', '-I', '127.0.0.1']).done;
+    expect(s.code).toBe(2);
+    expect(s.err).toContain('-I applies to the client (-c)');
+  }, 30_000);
+});
+
+describe('rddp doctor and missing backends (issue 37)', () => {
+  it('`rddp doctor` prints one line for each thing it looks at and exits 0', async () => {
+    const r = await cli(['doctor']).done;
+    expect(r.code, r.err).toBe(0);
+    const names = r.out
+      .trim()
+      .split('\n')
+      .map((l) => l.split(':')[0]);
+    expect(names).toEqual(['crc32c', 'isa-l', 'send path', 'tshark', 'ip netns', 'nft', 'tc netem', 'tcp congestion']);
+    expect(r.out).toMatch(/^crc32c:\s+\S+ \(available: isal (yes|no), sse4_crc32 (yes|no), node-rs yes\)$/m);
+  }, 30_000);
+
+  it('doctor names what is missing and how to get it (apt packages)', async () => {
+    const r = await cli(['doctor', '--json'], {}, '@rddp/writev,@rddp/crc32c-isal').done;
+    expect(r.code, r.err).toBe(0);
+    const lines = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { name: string; ok: boolean; get?: string });
+    expect(lines.find((l) => l.name === 'isa-l')).toMatchObject({
+      ok: false,
+      get: expect.stringContaining('libisal-dev'),
+    });
+    expect(lines.find((l) => l.name === 'send path')).toMatchObject({
+      ok: false,
+      get: expect.stringContaining('build-essential'),
+    });
+  }, 30_000);
+
+  it('RDDP_CRC32C naming a backend this install lacks fails with one line and a stable code', async () => {
+    const r = await cli(['perf', 'write_bw', '--loopback', '-n', '10'], { RDDP_CRC32C: 'isal' }, '@rddp/crc32c-isal')
+      .done;
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err.trim().split('\n')).toHaveLength(1);
+    expect(r.err).toMatch(
+      /^rddp: RDDP_CRC32C=isal pins @rddp\/crc32c-isal, which does not load here: apt-get install libisal-dev.*\(ERR_MPA_CRC32C_BACKEND_MISSING\)\n$/,
+    );
+    const unknown = await cli(['demo'], { RDDP_CRC32C: 'fastest' }).done;
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toMatch(
+      /^rddp: RDDP_CRC32C=fastest names no CRC32c backend .*\(ERR_MPA_CRC32C_BACKEND_UNKNOWN\)\n$/,
+    );
+    // doctor still runs, and reports the pin it cannot honour (exit 1).
+    const doctor = await cli(['doctor'], { RDDP_CRC32C: 'isal' }, '@rddp/crc32c-isal').done;
+    expect(doctor.code).toBe(1);
+    expect(doctor.out).toMatch(/^crc32c:\s+MISSING RDDP_CRC32C=isal pins @rddp\/crc32c-isal/m);
+  }, 30_000);
+
+  it('--send-path direct without @rddp/writev fails with one line and a stable code (no silent fallback)', async () => {
+    const r = await cli(['perf', 'write_bw', '--loopback', '-n', '10', '--send-path', 'direct'], {}, '@rddp/writev')
+      .done;
+    expect(r.code).toBe(1);
+    expect(r.err.trim().split('\n')).toHaveLength(1);
+    expect(r.err).toMatch(
+      /^rddp: directSend needs the @rddp\/writev native build.*\(ERR_MPA_DIRECT_SEND_UNAVAILABLE\)\n$/,
+    );
+    // Unasked, the transport still sends through Node's socket where the binding is missing (and says so).
+    const ok = await cli(['perf', 'write_bw', '--loopback', '-n', '10'], {}, '@rddp/writev').done;
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.out).toMatch(/Send path\s+: Node's socket/);
+  }, 30_000);
+});
+
+describe('rddp start-up: only the command that runs is loaded (issue 37)', () => {
+  it("`rddp --help` lists every command with its own term and description (launch.ts's table)", () => {
+    const full = buildProgram();
+    const help = full.createHelp();
+    for (const c of full.commands) {
+      const lazy = COMMANDS[c.name()];
+      expect(lazy, c.name()).toBeDefined();
+      expect(lazy?.term, c.name()).toBe(help.subcommandTerm(c));
+      if (c.name() !== 'attack-target') expect(lazy?.description, c.name()).toBe(c.description());
+    }
+    expect(Object.keys(COMMANDS).sort()).toEqual(full.commands.map((c) => c.name()).sort());
+  });
+
+  it('`rddp --help` loads no command module; `rddp perf --help` shows the perftest flags', async () => {
+    const r = await cli(['--help'], { NODE_DEBUG: 'module' }).done;
+    expect(r.code).toBe(0);
+    for (const name of Object.keys(COMMANDS)) if (name !== 'attack-target') expect(r.out).toContain(`  ${name}`);
+    // NODE_DEBUG=module traces CommonJS loads only; ESM imports show in neither: look for the stack's packages.
+    expect(r.err).not.toMatch(/@rddp\/(llp|rdmap|ddp)|crc32c|writev/);
+    const perf = await cli(['perf', '--help']).done;
+    expect(perf.code).toBe(0);
+    for (const flag of ['-d, --ib-dev <dev>', '-R, --rdma_cm', '-F, --CPU-freq', '--report_gbits', '--debug'])
+      expect(perf.out).toContain(flag);
+    const rping = await cli(['help', 'rping']).done;
+    expect(rping.code).toBe(0);
+    expect(rping.out).toContain('-I <addr>');
+  }, 30_000);
+});
