@@ -408,11 +408,21 @@ class Server extends EventEmitter {
       return
     }
     this.listening = false
-    // TODO close connections?
+    // [rddp] as net.Server.close: no new associations, the open ones go on, and
+    // the endpoint (its port, and the transport's sockets with the last
+    // endpoint) is released with the last of them
+    this._releaseWhenIdle()
     this.emit('close')
     if (typeof callback === 'function') {
       callback()
     }
+  }
+
+  _releaseWhenIdle () {
+    const endpoint = this.endpoint
+    if (this.listening || !endpoint || endpoint.associations.length > 0) return
+    this.endpoint = null
+    endpoint.DESTROY()
   }
 
   listen (port, host, backlog, callback) {
@@ -465,6 +475,15 @@ class Server extends EventEmitter {
         this.debugger.info('bound')
 
         endpoint.on('association', association => {
+          // [rddp] a closed server takes no new association (RFC 4960 §9.1 ABORT)
+          if (!this.listening) {
+            association.ABORT()
+            return
+          }
+          // [rddp] the endpoint goes with the last association of a closed server
+          const ended = () => setImmediate(() => this._releaseWhenIdle())
+          association.once('SHUTDOWN COMPLETE', ended)
+          association.once('COMMUNICATION LOST', ended)
           // TODO other params
           const socket = new Socket({ ppid: this.ppid })
           socket.establish(endpoint, association)

@@ -266,7 +266,29 @@ class RawTransport extends Transport {
       TCP's discard port, and might be used to check the health
       of an SCTP stack.
      */
-    (new (require('./sockets').Server)({ ppid: 0 })).listen({ OS: 1, MIS: 100, port: 9 })
+    this.discard = new (require('./sockets').Server)({ ppid: 0 })
+    this.discard.listen({ OS: 1, MIS: 100, port: 9 })
+  }
+
+  // [rddp] The raw sockets are the process's while an endpoint of a user uses
+  // them: once only the discard service is left they close (and a later
+  // endpoint opens new ones), so a process whose associations and servers
+  // are gone exits.
+  unallocate (port) {
+    super.unallocate(port)
+    if (this.closed) return
+    const discardPort = this.discard && this.discard.endpoint && this.discard.endpoint.localPort
+    if (Object.keys(this.pool).some(p => Number(p) !== discardPort)) return
+    this.close()
+  }
+
+  close () {
+    this.closed = true
+    if (rawtransport === this) rawtransport = null
+    if (this.discard && this.discard.endpoint) this.discard.endpoint.DESTROY()
+    this.rawsocket.close()
+    if (this.icmpsocket) this.icmpsocket.close()
+    this.debug('raw sockets closed')
   }
 
   enableICMP () {
