@@ -46,7 +46,7 @@ export function loadRawSocket(): RawModule {
     return loaded;
   } catch (e) {
     throw new RawSocketUnavailableError(
-      "raw IP encapsulation needs the optional 'raw-socket' package (a native addon: install it with npm_config_nodedir=/usr so it can build), and root; use the default UDP encapsulation otherwise",
+      "raw IP encapsulation needs the optional 'raw-socket' package (a native addon: npm install raw-socket, with npm_config_nodedir=/usr where Node's headers are not downloaded) and root; use the default UDP encapsulation otherwise",
       { cause: e },
     );
   }
