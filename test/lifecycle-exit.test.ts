@@ -96,7 +96,7 @@ interface Outcome {
 }
 
 /** Runs `source` as an ES module in a child (resolving bare names from the repository root). */
-function runChild(source: string): Promise<Outcome> {
+function runChild(source: string, deadlineMs = DEADLINE_MS): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
       cwd: root,
@@ -114,7 +114,7 @@ function runChild(source: string): Promise<Outcome> {
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill('SIGKILL');
-    }, DEADLINE_MS);
+    }, deadlineMs);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, timedOut, stdout, stderr });
@@ -182,6 +182,75 @@ describe('closing the last queue pair ends the process on every transport (issue
       },
       DEADLINE_MS + 10_000,
     );
+  }
+});
+
+/** The transport itself (no stack), as each package's README makes it. */
+const TRANSPORTS = {
+  tcp: `(await import('${dist('llp-mpa-tcp')}')).mpaTcp()`,
+  loopback: `(await import('${dist('llp-loopback')}')).loopback()`,
+  udp: `(await import('${dist('llp-udp')}')).udp()`,
+  sctp: `(await import('${dist('llp-sctp')}')).sctp()`,
+} as const;
+
+/**
+ * The other endings of a connection, on the LLP alone: every stream of a two-stream connection closed
+ * (RFC 5041 §6.2, the connection follows its last stream), the listener left open until the connection
+ * has closed (it keeps its socket meanwhile, then gives it up), and an abort.
+ */
+const ENDINGS = {
+  streams: 'await listener.close(); await Promise.all(conn.streams.map((s) => s.close()));',
+  'listener last': 'await conn.close(); await firstValueFrom(peer.closed$); await listener.close();',
+  abort: 'await listener.close(); conn.abort();',
+} as const;
+
+function llpProgram(transport: keyof typeof TRANSPORTS, ending: keyof typeof ENDINGS): string {
+  return `
+const { firstValueFrom } = await import('rxjs');
+const t = ${TRANSPORTS[transport]};
+const listener = await t.listen({ host: '127.0.0.1', port: 0 });
+const accepted = firstValueFrom(listener.connections$);
+const conn = await t.connect(listener.address, { streams: 2 });
+const peer = await accepted;
+const events = [null, null];
+[conn, peer].forEach((c, i) => c.closed$.subscribe((e) => { events[i] = { graceful: e.graceful }; }));
+${ENDINGS[ending]}
+await Promise.all([firstValueFrom(conn.closed$), firstValueFrom(peer.closed$)]);
+process.on('exit', () => console.log(JSON.stringify({ states: [conn.state, peer.state], events })));
+setTimeout(() => console.error('still alive, holding', JSON.stringify(process.getActiveResourcesInfo())), 3000).unref();
+`;
+}
+
+describe('every ending of an LLP connection ends the process (issue 37)', () => {
+  for (const transport of Object.keys(TRANSPORTS) as (keyof typeof TRANSPORTS)[]) {
+    for (const ending of Object.keys(ENDINGS) as (keyof typeof ENDINGS)[]) {
+      it(
+        `${transport}, ${ending}: both ends closed, the process exits 0 by itself`,
+        async () => {
+          const r = await runChild(llpProgram(transport, ending));
+          const detail = `exit ${r.code} ${r.signal ?? ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+          expect(r.timedOut, `still running after ${DEADLINE_MS} ms: ${detail}`).toBe(false);
+          expect(r.code, detail).toBe(0);
+          const report = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as {
+            states: string[];
+            events: ({ graceful: boolean } | null)[];
+          };
+          expect(report.states).toEqual(['closed', 'closed']);
+          expect(report.events.map((e) => e?.graceful)).toEqual(ending === 'abort' ? [false, false] : [true, true]);
+        },
+        DEADLINE_MS + 10_000,
+      );
+    }
+  }
+});
+
+describe('a listener still listening keeps its socket (and the process)', () => {
+  for (const transport of ['tcp', 'udp', 'sctp'] as const) {
+    it(`${transport}: after its connection closed, a listener not closed keeps the process running`, async () => {
+      const source = llpProgram(transport, 'listener last').replace('await listener.close();', '');
+      const r = await runChild(source, 2_000);
+      expect(r.timedOut, `exited (${r.code}): ${r.stdout}${r.stderr}`).toBe(true);
+    }, 10_000);
   }
 });
 
