@@ -15,8 +15,8 @@
  *
  * The TSDoc `@example` blocks of the packages' entry points (each package's src/index.ts; a ```ts block after
  * the tag) and the plugin guide's example (packages/llp/examples) are type-checked against the built
- * packages, as a user's TypeScript sees them. A published README or guide links only to files its package
- * ships, or to a URL.
+ * packages, as a user's TypeScript sees them; those that are programs also run. A published README or
+ * guide links only to files its package ships, or to a URL.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -191,6 +191,19 @@ describe('TSDoc examples', () => {
     });
     expect(problems).toEqual([]);
   }, 120_000);
+
+  for (const [k, e] of tsdoc.entries()) {
+    if (/from 'vitest'|@rddp\/llp-compliance/.test(e.code)) continue; // a spec: type-checked above
+    it(`${e.where} runs`, () => {
+      const path = join(work, `tsdoc-example-${k}.mjs`);
+      const { outputText } = ts.transpileModule(e.code, {
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+      });
+      writeFileSync(path, outputText);
+      const r = run(process.execPath, [relative(work, path)], work, 60_000);
+      expect(r.status, `${e.where} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`).toBe(0);
+    }, 90_000);
+  }
 });
 
 describe('published docs', () => {
