@@ -133,21 +133,26 @@ function rawAvailable(): boolean {
   }
 }
 
-beforeAll(() => {
+/** `tsc -b` of these project folders (relative to the repository). */
+function build(...projects: string[]): void {
   const built = spawnSync(
     process.execPath,
-    [
-      join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
-      '-b',
-      ...['stack', 'verbs', 'rdmap', 'llp-mpa-tcp', 'llp-loopback', 'llp-udp', 'llp-sctp'].map((p) =>
-        join(root, 'packages', p),
-      ),
-      join(root, 'tools', 'cli'),
-    ],
-    { cwd: root, encoding: 'utf8' },
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-b', ...projects],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
   );
   if (built.status !== 0) throw new Error(`tsc -b failed:\n${built.stdout}${built.stderr}`);
-}, 180_000);
+}
+
+beforeAll(
+  () =>
+    build(
+      ...['stack', 'verbs', 'rdmap', 'llp-mpa-tcp', 'llp-loopback', 'llp-udp', 'llp-sctp'].map((p) => `packages/${p}`),
+    ),
+  180_000,
+);
 
 const cases: [Transport, number][] = [
   ['tcp', 1],
@@ -276,6 +281,7 @@ function exited(child: ReturnType<typeof rddp>, ms: number): Promise<{ code: num
 }
 
 describe('the rddp perf server exits after its run (issue 37)', () => {
+  beforeAll(() => build('tools/cli'), 180_000);
   for (const transport of ['tcp', 'sctp']) {
     it(
       `perf write_bw over ${transport}: the one-run server exits 0 by itself once the client is done`,
