@@ -16,7 +16,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = (pkg: string) => pathToFileURL(join(root, 'packages', pkg, 'dist', 'index.js')).href;
-/** A child that has not exited by itself this long after its last close has failed. */
+/** A child that has not exited by itself this long after it started has failed (it is killed). */
 const DEADLINE_MS = 15_000;
 
 /** The stack module of each transport, as its README composes it (an expression of the child program). */
