@@ -41,12 +41,12 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
     term: 'rping [options]',
     description:
       "RDMA ping, librdmacm rping's protocol: the client advertises a buffer, the server RDMA Reads it, then RDMA Writes it back",
-    load: () => import('./commands/rping.js').then((m) => m.registerRping),
+    load: () => import('./commands/rping-command.js').then((m) => m.registerRping),
   },
   perf: {
     term: 'perf [options] <test> [server]',
     description: 'perftest-style measurements: server without an address, client with the server address',
-    load: () => import('./commands/perf.js').then((m) => m.registerPerf),
+    load: () => import('./commands/perf-command.js').then((m) => m.registerPerf),
   },
   fuzz: {
     term: 'fuzz [options]',

@@ -5,8 +5,16 @@
  * association may stay idle before it is ended (0: never), `--ipv6-source-prefix <bits>` how IPv6 peers
  * are grouped into sources.
  */
-import { DEFAULT_MEMORY_BUDGET, parseOctets, processMemoryBudget } from '@rddp/llp';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+
+/**
+ * @rddp/llp's DEFAULT_MEMORY_BUDGET, for --help: @rddp/llp is loaded when a command runs, not to print
+ * its help (issue 37; tools/cli/test/perftest-habits.test.ts checks the two agree).
+ */
+export const HELP_DEFAULT_MEMORY_BUDGET = 1024 ** 3;
+
+/** `--memory-budget`'s check, once @rddp/llp's `parseOctets` is loaded (the preAction hook). */
+const MEMORY_BUDGET_HINT = 'must be a size of at least 1m (octets, or with a k/m/g suffix).';
 
 /** `--idle-timeout`'s default, in seconds: the transports' own (5 min). */
 export const DEFAULT_IDLE_TIMEOUT_S = 300;
@@ -24,10 +32,9 @@ export function toolIpv6SourcePrefix(): number | undefined {
   return ipv6SourcePrefix;
 }
 
+/** `--memory-budget`'s quick check here (digits, an optional unit); parseOctets decides in the hook. */
 function octets(v: string): string {
-  const n = parseOctets(v);
-  if (n === undefined || n < 1024 * 1024)
-    throw new InvalidArgumentError('must be a size of at least 1m (octets, or with a k/m/g suffix).');
+  if (!/^\s*\d+(?:\.\d+)?\s*[kmgt]?(?:i?b)?\s*$/i.test(v)) throw new InvalidArgumentError(MEMORY_BUDGET_HINT);
   return v;
 }
 
@@ -51,7 +58,7 @@ export function addResourceFlags(program: Command): void {
     cmd.addOption(
       new Option(
         '--memory-budget <size>',
-        `octets this process may hold for peers, all connections and tools together (default ${DEFAULT_MEMORY_BUDGET / 1024 ** 3}g, or RDDP_MEMORY_BUDGET); one source may hold a quarter`,
+        `octets this process may hold for peers, all connections and tools together (default ${HELP_DEFAULT_MEMORY_BUDGET / 1024 ** 3}g, or RDDP_MEMORY_BUDGET); one source may hold a quarter`,
       ).argParser(octets),
     );
     // rping -P has its own, for its clients; the transports take the same value.
@@ -69,10 +76,20 @@ export function addResourceFlags(program: Command): void {
       ).argParser(seconds),
     );
   }
-  program.hook('preAction', (_root, action) => {
+  program.hook('preAction', async (_root, action) => {
     const o = action.opts() as { memoryBudget?: string; idleTimeout?: string; ipv6SourcePrefix?: string };
     if (o.ipv6SourcePrefix !== undefined) ipv6SourcePrefix = Number(o.ipv6SourcePrefix);
-    if (o.memoryBudget !== undefined) processMemoryBudget().configure({ limit: parseOctets(o.memoryBudget) as number });
+    if (o.memoryBudget !== undefined) {
+      const { parseOctets, processMemoryBudget } = await import('@rddp/llp');
+      const n = parseOctets(o.memoryBudget);
+      // As commander reports a rejected option value (usage error, exit 2).
+      if (n === undefined || n < 1024 * 1024)
+        action.error(`option '--memory-budget <size>' argument '${o.memoryBudget}' is invalid. ${MEMORY_BUDGET_HINT}`, {
+          exitCode: 2,
+          code: 'commander.invalidArgument',
+        });
+      processMemoryBudget().configure({ limit: n });
+    }
     if (o.idleTimeout !== undefined) idleTimeoutMs = Math.round(Number(o.idleTimeout) * 1000);
   });
 }

@@ -17,6 +17,7 @@ import {
 import { sctpModule } from '@rddp/llp-sctp';
 import { type ContainerModule, createStack, type RdmapStreamBuilder, type Stack, type StackOptions } from '@rddp/stack';
 import { parseFaults } from './faults.js';
+import { TRANSPORT_NAMES } from './perf/limits.js';
 import { toolIdleTimeoutMs, toolIpv6SourcePrefix } from './resources.js';
 
 export interface TransportFlags {
@@ -224,7 +225,9 @@ export const TOOL_PLUGINS = {
 } as const satisfies Record<string, (f: TransportFlags) => ToolPlugin>;
 
 /** `loopback` is the in-process LLP: both ends must run in one process (`perf --loopback`). */
-export const TRANSPORT_NAMES = ['tcp', 'sctp', 'loopback'] as const satisfies readonly (keyof typeof TOOL_PLUGINS)[];
+export { TRANSPORT_NAMES };
+/** The names, each checked to have its plugin (the list itself lives in ./perf/limits.ts, imported by --help). */
+const NAMED: readonly (keyof typeof TOOL_PLUGINS)[] = TRANSPORT_NAMES;
 
 function isTransportName(name: string): name is keyof typeof TOOL_PLUGINS {
   return Object.hasOwn(TOOL_PLUGINS, name);
@@ -233,7 +236,7 @@ function isTransportName(name: string): name is keyof typeof TOOL_PLUGINS {
 /** Composes the stack for `--transport` and its flags; `modules` are user modules loaded on top. */
 export function toolTransport(f: TransportFlags, modules: readonly ContainerModule[] = []): ToolTransport {
   if (!isTransportName(f.transport))
-    throw new UsageError(`unknown --transport '${f.transport}' (one of: ${TRANSPORT_NAMES.join(', ')})`);
+    throw new UsageError(`unknown --transport '${f.transport}' (one of: ${NAMED.join(', ')})`);
   if (f.faults !== undefined && f.transport !== 'loopback')
     throw new UsageError('--faults applies to --transport loopback only (the in-process LLP)');
   const plugin = TOOL_PLUGINS[f.transport](f);

@@ -6,10 +6,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
+import { DEFAULT_MEMORY_BUDGET } from '@rddp/llp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../src/launch.js';
 import { LAT_COLUMNS } from '../src/perf/format.js';
 import { buildProgram } from '../src/program.js';
+import { HELP_DEFAULT_MEMORY_BUDGET } from '../src/resources.js';
 import { type Ended, freePort, outputMatches, startedProcesses } from './procs.js';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
@@ -236,5 +238,16 @@ describe('rddp start-up: only the command that runs is loaded (issue 37)', () =>
     const rping = await cli(['help', 'rping']).done;
     expect(rping.code).toBe(0);
     expect(rping.out).toContain('-I <addr>');
+  }, 30_000);
+
+  it("--memory-budget: help shows @rddp/llp's default; a bad size is still a usage error (checked once @rddp/llp loads)", async () => {
+    expect(HELP_DEFAULT_MEMORY_BUDGET).toBe(DEFAULT_MEMORY_BUDGET);
+    for (const bad of ['12', 'lots']) {
+      const r = await cli(['perf', 'write_bw', '--loopback', '-n', '10', '--memory-budget', bad]).done;
+      expect(r.code, bad).toBe(2);
+      expect(r.err).toBe(
+        `rddp: option '--memory-budget <size>' argument '${bad}' is invalid. must be a size of at least 1m (octets, or with a k/m/g suffix). (run with --help for usage)\n`,
+      );
+    }
   }, 30_000);
 });

@@ -6,25 +6,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
 import { crc32cBackend } from '@rddp/llp-mpa-tcp';
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { firstValueFrom, take } from 'rxjs';
 import { perfChart } from '../charts/tool-charts.js';
-import { faultsOption } from '../faults.js';
-import {
-  integerIn,
-  maxUlpduOption,
-  sctpInterleavingOption,
-  sctpRtoMinOption,
-  sctpSchedulerOption,
-  tolerateEarlyFpduOption,
-} from '../flags.js';
 import {
   aggregate,
   CQ_MOD_SIZE_LIMIT,
   cqModFor,
-  DEFAULT_CQ_MOD,
-  DEFAULT_OUTS,
-  DEFAULT_TX_DEPTH,
   PERF_MAX_OUTS,
   PERF_TESTS,
   type PerfClientOptions,
@@ -47,17 +35,13 @@ import {
   type PerfServerLimits,
   type PerfServerRun,
 } from '../perf/hello.js';
+import { PERF_DEFAULT_BIND, PERF_MAX_MESSAGE, PERF_MAX_WARM_UP } from '../perf/limits.js';
 import { connectQps, PERF_MAX_QPS, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
-import { isPerfWorker, PERF_MAX_WORKERS, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
+import { isPerfWorker, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
 import { octets, type Progress, type ProgressSink, startProgress } from '../progress.js';
-import {
-  sendPathOf,
-  type ToolTransport,
-  TRANSPORT_NAMES,
-  toolTransport,
-  transportLabelOf,
-  UsageError,
-} from '../transports.js';
+import { sendPathOf, type ToolTransport, toolTransport, transportLabelOf, UsageError } from '../transports.js';
+
+export { PERF_DEFAULT_BIND, PERF_MAX_WARM_UP };
 
 export interface PerfOptions {
   port: string;
@@ -137,11 +121,6 @@ export interface PerfHeaderInfo {
   /** MPA's CRC32c backend (`crc32cBackend` of @rddp/llp-mpa-tcp); MPA/TCP only. */
   readonly crcBackend?: string;
 }
-
-/** Where a server listens unless --bind_source_ip says otherwise: every IPv4 address. */
-export const PERF_DEFAULT_BIND = '0.0.0.0';
-/** perftest's -s range here: 1 octet to 1 GiB. */
-const PERF_MAX_MESSAGE = 1 << 30;
 
 function int(flag: string, v: string, min: number, max: number): number {
   const n = Number(v);
@@ -438,9 +417,6 @@ export async function perfLoopback(
   return results;
 }
 
-/** perf's `--warm-up` range (unmeasured round trips or operations per size). */
-export const PERF_MAX_WARM_UP = 1_000_000;
-
 /** `--warm-up <n>` as the client's option (latency and bandwidth tests). */
 export function warmUpOf(o: PerfOptions): PerfClientOptions {
   return o.warmUp === undefined ? {} : { warmUp: int('--warm-up', o.warmUp, 0, PERF_MAX_WARM_UP) };
@@ -503,355 +479,231 @@ export async function writePerfOut(
   return files;
 }
 
-export function registerPerf(program: Command): void {
-  program
-    .command('perf')
-    .description('perftest-style measurements: server without an address, client with the server address')
-    .argument('<test>', `one of ${PERF_TESTS.join(', ')}`)
-    .argument('[server]', 'server address (client mode); omit to run the server')
-    .option('-p, --port <port>', 'port', integerIn(0, 65535), '18515')
-    .option('-s, --size <octets>', 'message size', integerIn(1, PERF_MAX_MESSAGE), '65536')
-    .option('-n, --iters <n>', 'iterations per size', integerIn(1, PERF_MAX_ITERS), '1000')
-    .option('-a, --all', 'all sizes from 2 octets to 8 MiB, doubling')
-    .option(
-      '-D, --duration <seconds>',
-      'run each size for this many seconds instead of -n iterations',
-      integerIn(1, PERF_MAX_DURATION_S),
-    )
-    .addOption(
-      new Option('--transport <name>', 'LLP to run on: tcp (MPA), sctp (RFC 5043), loopback')
-        .choices([...TRANSPORT_NAMES])
-        .default('tcp'),
-    )
-    .option('--mpa-rev <rev>', 'MPA revision 0, 1 or 2')
-    .option('--crc', 'ask for MPA CRCs (default)')
-    .option('--no-crc', 'do not ask for MPA CRCs')
-    .option('--markers', 'ask for MPA Markers towards this end')
-    .option(
-      '--marker-framing <how>',
-      'when the peer asked for Markers: gather (payload never copied, the default) or copy (one chunk per FPDU)',
-    )
-    .option(
-      '--send-path <how>',
-      "direct (sendmsg straight to the socket's descriptor where @rddp/writev is built, the default) or socket (Node's socket writes)",
-    )
-    .option(
-      '--congestion <name>',
-      "this end's TCP congestion control, e.g. cubic or bbr (Linux TCP_CONGESTION; default the system's)",
-    )
-    .addOption(maxUlpduOption())
-    .addOption(tolerateEarlyFpduOption())
-    .addOption(sctpInterleavingOption())
-    .addOption(sctpSchedulerOption())
-    .addOption(sctpRtoMinOption())
-    .option(
-      '-t, --tx-depth <n>',
-      'operations outstanding at once (bandwidth tests)',
-      integerIn(1, PERF_MAX_TX_DEPTH),
-      String(DEFAULT_TX_DEPTH),
-    )
-    .option('--outstanding <n>', 'alias of --tx-depth', integerIn(1, PERF_MAX_TX_DEPTH))
-    .option(
-      '-o, --outs <n>',
-      `client: RDMA Reads and atomics outstanding at once (the ORD; default ${DEFAULT_OUTS}, at most ${PERF_MAX_OUTS}, what the server serves)`,
-      integerIn(1, PERF_MAX_OUTS),
-    )
-    .option(
-      '-Q, --cq-mod <n>',
-      `client, bandwidth tests: signal one send work request in n (CQ moderation; default ${DEFAULT_CQ_MOD}, or 1 for messages over ${CQ_MOD_SIZE_LIMIT} octets; at most the tx-depth)`,
-      integerIn(1, PERF_MAX_TX_DEPTH),
-    )
-    .option('--json', 'one JSON object per size instead of the table')
-    .option('--no-verify', 'skip the end-of-size data check')
-    .option('--loopback', 'run server and client in this process')
-    .option('--out <dir>', 'client: also write the table and its chart there (<test>.txt, <test>.svg)')
-    .option('--streams <n>', 'queue pairs on one connection, one per LLP stream (SCTP)', integerIn(1, 65535), '1')
-    .option(
-      '-q, --qps <n>',
-      `queue pairs over as many connections, started together (client opens them; server waits for them); 1..${PERF_MAX_QPS}`,
-      integerIn(1, PERF_MAX_QPS),
-      '1',
-    )
-    .option(
-      '--warm-up <n>',
-      `client: round trips (latency tests) or operations (bandwidth tests) made before each size's measured ones, 0..${PERF_MAX_WARM_UP} (default 0)`,
-      integerIn(0, PERF_MAX_WARM_UP),
-    )
-    .option(
-      '--workers <n>',
-      `server: processes serving behind one port (tcp), 1..${PERF_MAX_WORKERS} or auto (the machine's cores); default 1`,
-    )
-    .addOption(faultsOption())
-    .option(
-      '--max-size <octets>',
-      `server: largest message size a client may ask for (default ${PERF_DEFAULT_MAX_SIZE})`,
-      integerIn(1, PERF_MAX_MESSAGE),
-    )
-    .option(
-      '--max-memory <octets>',
-      `server: octets of buffers its clients may make it hold at once (default ${PERF_DEFAULT_MAX_MEMORY})`,
-      integerIn(1, 2 ** 40),
-    )
-    .option('--persistent', 'server: keep serving clients, each connection on its own, until SIGINT or SIGTERM')
-    .option('--bind_source_ip <addr>', `server: the address to listen on (default ${PERF_DEFAULT_BIND}, every address)`)
-    // perftest's flags (perftest_parameters.c): -d names the device there, so rddp's debug is --debug only.
-    .option(
-      '-d, --ib-dev <dev>',
-      "perftest's device name: accepted and shown in the header (rddp runs its one software device)",
-    )
-    .option('-R, --rdma_cm', "perftest's connect-through-rdma_cm: how rddp connects anyway (noted in the header)")
-    .option('-F, --CPU-freq', "perftest's do-not-fail-on-CPU-frequency-warnings: rddp makes none (accepted, no effect)")
-    .option(
-      '--report_gbits',
-      "bandwidth in Gb/sec (10^9 bits a second) as perftest's --report_gbits, instead of MB/sec",
-    )
-    .option(
-      '--debug',
-      'protocol events on stderr: the negotiated LLP parameters (MPA revision, CRC, Markers, RTR), Terminates',
-    )
-    .addHelpText(
-      'after',
-      '\nExamples:\n  rddp perf write_bw                 # server\n  rddp perf write_bw 127.0.0.1       # client, prints the table\n  rddp perf write_bw 127.0.0.1 -d siw0 -F -R --report_gbits   # perftest habits\n  rddp perf read_lat --loopback -a --transport loopback\n  rddp perf send_bw 127.0.0.1 -s 4096 -n 10000 --no-crc\n\nDifferences from perftest: docs/PERFTEST.md',
-    )
-    .action(
-      async (
-        test: string,
-        server: string | undefined,
-        raw: PerfOptions & {
-          outstanding?: string;
-          bind_source_ip?: string;
-          rdma_cm?: boolean;
-          CPUFreq?: boolean;
-          report_gbits?: boolean;
-        },
-        cmd: Command,
-      ) => {
-        const o: PerfOptions = {
-          ...raw,
-          ...(raw.outstanding ? { txDepth: raw.outstanding } : {}),
-          ...(raw.bind_source_ip !== undefined ? { bindSourceIp: raw.bind_source_ip } : {}),
-          ...(raw.rdma_cm ? { rdmaCm: true } : {}),
-          ...(raw.CPUFreq ? { cpuFreq: true } : {}),
-          ...(raw.report_gbits ? { reportGbits: true } : {}),
-        };
-        const print = (s: string) => console.log(s);
-        if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
-        const debugConn = (c: LlpConnection) =>
-          perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
-        const qps = qpCount(o);
-        const workers = workerCount(o.workers);
-        if (o.loopback) {
-          if (qps > 1) throw new UsageError('-q runs between two processes (without --loopback)');
-          if (o.workers !== undefined) throw new UsageError('--workers applies to a server (without --loopback)');
-          const results = await perfLoopback(test, o, print, {});
-          if (o.out) {
-            const n = o.streams === undefined ? 1 : Number(o.streams);
-            await writePerfOut(
-              o.out,
-              perfParams(test, o),
-              transportLabel(o.transport, n),
-              results,
-              headerInfo(o),
-              true,
-            );
-          }
-          return;
-        }
-        const tt = toolTransport(o);
-        const port = int('-p', o.port, 0, 65535);
-        if (o.out !== undefined && server === undefined) throw new UsageError('--out applies to the client');
-        if (server === undefined) {
-          const p = perfParams(test, o); // flag errors show on the server too
-          const limits = serverLimits(o);
-          // -s/-a, -n, -D given to the server fix the run: a client asking for another is refused.
-          const run = serverRun(p, (flag) => cmd.getOptionValueSource(flag) === 'cli');
-          const serveOptions: PerfServeOptions = { limits, test: test as PerfTest, run };
-          const log = (s: string) => console.error(`rddp perf: ${s}`);
-          const host = o.bindSourceIp ?? PERF_DEFAULT_BIND;
-          if (workers > 1 || isPerfWorker()) {
-            if (o.transport !== 'tcp') throw new UsageError('--workers serves MPA/TCP connections (--transport tcp)');
-            if (isPerfWorker()) {
-              const serve = (conn: LlpConnection, options: PerfServeOptions) => {
-                debugConn(conn);
-                return perfServeStreams(conn, tt, log, options);
-              };
-              await runPerfWorker({ tt, host, port, options: { ...serveOptions, limits }, serve });
-              return;
-            }
-            const stopped = o.persistent ? stopSignal() : undefined;
-            const perQp: PerfResult[][] = [];
-            const pids: number[] = [];
-            const failed = await runPerfPrimary({
-              workers,
-              connections: o.persistent ? undefined : qps,
-              log,
-              onListening: (at) =>
-                console.error(
-                  `rddp perf: ${test} server listening on ${host}:${at} (${o.transport}, ${workers} workers)`,
-                ),
-              onServed: (results, pid) => {
-                if (o.persistent) {
-                  log(`worker ${pid} served a client`);
-                  printResults(test, o, results, print);
-                } else {
-                  perQp.push(results);
-                  pids.push(pid);
-                }
-              },
-              ...(stopped ? { stopped } : {}),
-            });
-            if (perQp.length)
-              printQpsRows(
-                p,
-                transportLabel(o.transport, 1),
-                qpsRows(perQp, pids),
-                o.json,
-                print,
-                headerInfo(o, { qps: perQp.length }),
-              );
-            if (failed) log(`${failed} of ${o.persistent ? 'the' : qps} connections failed`);
-            process.exit(failed && !o.persistent ? 1 : 0);
-          }
-          const listener = await tt.transport.listen({ host, port }, { params: tt.listenParams });
-          // --persistent: SIGINT/SIGTERM are taken before the listening line, so a stop right after it is clean.
-          const stopped = o.persistent ? stopSignal() : undefined;
-          console.error(
-            `rddp perf: ${test} server listening on ${listener.address.host ?? host}:${listener.address.port} (${o.transport})`,
-          );
-          if (o.persistent) {
-            // Each client on its own; one budget for all of them; a refused or failed client is logged.
-            const budget = new MemoryBudget(limits.maxMemory);
-            listener.connections$.subscribe((conn) => {
-              debugConn(conn);
-              const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
-              perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
-                (results) => printResults(test, o, results, print, conn),
-                (e: Error) => log(`${peer}: ${e.message}`),
-              );
-            });
-            const signal = await stopped;
-            await listener.close();
-            log(`${signal}: stopped`);
-            process.exit(0);
-          }
-          if (qps > 1) {
-            // -q N: N connections, each served as it comes, one --max-memory budget for all of them.
-            const budget = new MemoryBudget(limits.maxMemory);
-            const served: Promise<PerfResult[]>[] = [];
-            await new Promise<void>((resolve) =>
-              listener.connections$.pipe(take(qps)).subscribe({
-                next: (conn) => {
-                  debugConn(conn);
-                  const one = perfServeStreams(conn, tt, log, { ...serveOptions, budget });
-                  one.catch(() => {}); // settled below
-                  served.push(one);
-                },
-                complete: resolve,
-              }),
-            );
-            await listener.close();
-            const settled = await Promise.allSettled(served);
-            const ok = settled.filter((r) => r.status === 'fulfilled').map((r) => r.value);
-            for (const r of settled) if (r.status === 'rejected') log((r.reason as Error).message);
-            if (ok.length)
-              printQpsRows(
-                p,
-                transportLabel(o.transport, 1),
-                qpsRows(
-                  ok,
-                  ok.map(() => process.pid),
-                ),
-                o.json,
-                print,
-                headerInfo(o, { qps }),
-              );
-            if (ok.length < qps) {
-              process.exitCode = 1;
-              log(`${qps - ok.length} of ${qps} connections failed`);
-            }
-            return;
-          }
-          const conn = await firstValueFrom(listener.connections$);
+/** `rddp perf`'s action (registered by ./perf-command.ts, which loads this module when perf runs). */
+export async function perfAction(
+  test: string,
+  server: string | undefined,
+  raw: PerfOptions & {
+    outstanding?: string;
+    bind_source_ip?: string;
+    rdma_cm?: boolean;
+    CPUFreq?: boolean;
+    report_gbits?: boolean;
+  },
+  cmd: Command,
+): Promise<void> {
+  const o: PerfOptions = {
+    ...raw,
+    ...(raw.outstanding ? { txDepth: raw.outstanding } : {}),
+    ...(raw.bind_source_ip !== undefined ? { bindSourceIp: raw.bind_source_ip } : {}),
+    ...(raw.rdma_cm ? { rdmaCm: true } : {}),
+    ...(raw.CPUFreq ? { cpuFreq: true } : {}),
+    ...(raw.report_gbits ? { reportGbits: true } : {}),
+  };
+  const print = (s: string) => console.log(s);
+  if ((raw as { debug?: boolean }).debug) perfDebug.log = (s) => console.error(`rddp perf: ${s}`);
+  const debugConn = (c: LlpConnection) =>
+    perfDebug.log?.(`connected over ${c.transport}: ${JSON.stringify(c.setup.negotiated)}`);
+  const qps = qpCount(o);
+  const workers = workerCount(o.workers);
+  if (o.loopback) {
+    if (qps > 1) throw new UsageError('-q runs between two processes (without --loopback)');
+    if (o.workers !== undefined) throw new UsageError('--workers applies to a server (without --loopback)');
+    const results = await perfLoopback(test, o, print, {});
+    if (o.out) {
+      const n = o.streams === undefined ? 1 : Number(o.streams);
+      await writePerfOut(o.out, perfParams(test, o), transportLabel(o.transport, n), results, headerInfo(o), true);
+    }
+    return;
+  }
+  const tt = toolTransport(o);
+  const port = int('-p', o.port, 0, 65535);
+  if (o.out !== undefined && server === undefined) throw new UsageError('--out applies to the client');
+  if (server === undefined) {
+    const p = perfParams(test, o); // flag errors show on the server too
+    const limits = serverLimits(o);
+    // -s/-a, -n, -D given to the server fix the run: a client asking for another is refused.
+    const run = serverRun(p, (flag) => cmd.getOptionValueSource(flag) === 'cli');
+    const serveOptions: PerfServeOptions = { limits, test: test as PerfTest, run };
+    const log = (s: string) => console.error(`rddp perf: ${s}`);
+    const host = o.bindSourceIp ?? PERF_DEFAULT_BIND;
+    if (workers > 1 || isPerfWorker()) {
+      if (o.transport !== 'tcp') throw new UsageError('--workers serves MPA/TCP connections (--transport tcp)');
+      if (isPerfWorker()) {
+        const serve = (conn: LlpConnection, options: PerfServeOptions) => {
           debugConn(conn);
-          await listener.close();
-          printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print, conn);
-          return;
-        }
-        if (o.bindSourceIp !== undefined) throw new UsageError('--bind_source_ip applies to the server');
-        if (o.workers !== undefined) throw new UsageError('--workers applies to the server');
-        const p = perfParams(test, o);
-        if (qps > 1) {
-          const conns = await connectQps(qps, () =>
-            tt.transport.connect(
-              { host: server, port },
-              { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
-            ),
-          );
-          const label = `${o.transport}, ${qps} QPs`;
-          const bar = runProgress(
-            p,
-            conns.reduce((a, c) => a + c.streams.length, 0),
-            {},
-            warmUpOf(o).warmUp,
-          );
-          let rows: QpsRow[];
-          try {
-            rows = await perfClientQps(conns, (conn, extra) =>
-              perfClientStreams(conn, tt, p, () => {}, bar.onMoved, { ...warmUpOf(o), ...extra }),
-            );
-          } finally {
-            bar.stop();
-          }
-          const h = headerInfo(o, { qps, ...(conns[0] ? { conn: conns[0] } : {}) });
-          printQpsRows(p, label, rows, o.json, print, h);
-          if (o.out)
-            await writePerfOut(
-              o.out,
-              p,
-              label,
-              rows.map((r) => r.aggregate),
-              h,
-            );
-          if (rows.some((r) => !r.aggregate.verified)) {
-            process.exitCode = 1;
-            console.error('rddp perf: data verification failed');
-          }
-          return;
-        }
-        const conn = await tt.transport.connect(
-          { host: server, port },
-          { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
-        );
-        const h = headerInfo(o, { conn });
-        // The header once the server has accepted the run (its READY), not before a refusal (issue 37).
-        let headed = o.json === true;
-        const onReady = () => {
-          if (headed) return;
-          headed = true;
-          bar.progress.interrupt(() => printHeader(p, transportLabelOf(o.transport, conn), print, h));
+          return perfServeStreams(conn, tt, log, options);
         };
-        const bar = runProgress(p, conn.streams.length, {}, warmUpOf(o).warmUp);
-        let results: PerfResult[];
-        try {
-          results = await perfClientStreams(
-            conn,
-            tt,
-            p,
-            (r) => {
-              bar.progress.interrupt(() => print(o.json ? JSON.stringify(r) : resultLine(r, h.unit)));
-            },
-            bar.onMoved,
-            { ...warmUpOf(o), onReady },
-          );
-        } finally {
-          bar.stop();
-        }
-        if (!o.json) print(RULE);
-        if (o.out) await writePerfOut(o.out, p, o.transport, results, h);
-        if (results.some((r) => !r.verified)) {
-          process.exitCode = 1;
-          console.error('rddp perf: data verification failed');
-        }
-      },
+        await runPerfWorker({ tt, host, port, options: { ...serveOptions, limits }, serve });
+        return;
+      }
+      const stopped = o.persistent ? stopSignal() : undefined;
+      const perQp: PerfResult[][] = [];
+      const pids: number[] = [];
+      const failed = await runPerfPrimary({
+        workers,
+        connections: o.persistent ? undefined : qps,
+        log,
+        onListening: (at) =>
+          console.error(`rddp perf: ${test} server listening on ${host}:${at} (${o.transport}, ${workers} workers)`),
+        onServed: (results, pid) => {
+          if (o.persistent) {
+            log(`worker ${pid} served a client`);
+            printResults(test, o, results, print);
+          } else {
+            perQp.push(results);
+            pids.push(pid);
+          }
+        },
+        ...(stopped ? { stopped } : {}),
+      });
+      if (perQp.length)
+        printQpsRows(
+          p,
+          transportLabel(o.transport, 1),
+          qpsRows(perQp, pids),
+          o.json,
+          print,
+          headerInfo(o, { qps: perQp.length }),
+        );
+      if (failed) log(`${failed} of ${o.persistent ? 'the' : qps} connections failed`);
+      process.exit(failed && !o.persistent ? 1 : 0);
+    }
+    const listener = await tt.transport.listen({ host, port }, { params: tt.listenParams });
+    // --persistent: SIGINT/SIGTERM are taken before the listening line, so a stop right after it is clean.
+    const stopped = o.persistent ? stopSignal() : undefined;
+    console.error(
+      `rddp perf: ${test} server listening on ${listener.address.host ?? host}:${listener.address.port} (${o.transport})`,
     );
+    if (o.persistent) {
+      // Each client on its own; one budget for all of them; a refused or failed client is logged.
+      const budget = new MemoryBudget(limits.maxMemory);
+      listener.connections$.subscribe((conn) => {
+        debugConn(conn);
+        const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
+        perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
+          (results) => printResults(test, o, results, print, conn),
+          (e: Error) => log(`${peer}: ${e.message}`),
+        );
+      });
+      const signal = await stopped;
+      await listener.close();
+      log(`${signal}: stopped`);
+      process.exit(0);
+    }
+    if (qps > 1) {
+      // -q N: N connections, each served as it comes, one --max-memory budget for all of them.
+      const budget = new MemoryBudget(limits.maxMemory);
+      const served: Promise<PerfResult[]>[] = [];
+      await new Promise<void>((resolve) =>
+        listener.connections$.pipe(take(qps)).subscribe({
+          next: (conn) => {
+            debugConn(conn);
+            const one = perfServeStreams(conn, tt, log, { ...serveOptions, budget });
+            one.catch(() => {}); // settled below
+            served.push(one);
+          },
+          complete: resolve,
+        }),
+      );
+      await listener.close();
+      const settled = await Promise.allSettled(served);
+      const ok = settled.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+      for (const r of settled) if (r.status === 'rejected') log((r.reason as Error).message);
+      if (ok.length)
+        printQpsRows(
+          p,
+          transportLabel(o.transport, 1),
+          qpsRows(
+            ok,
+            ok.map(() => process.pid),
+          ),
+          o.json,
+          print,
+          headerInfo(o, { qps }),
+        );
+      if (ok.length < qps) {
+        process.exitCode = 1;
+        log(`${qps - ok.length} of ${qps} connections failed`);
+      }
+      return;
+    }
+    const conn = await firstValueFrom(listener.connections$);
+    debugConn(conn);
+    await listener.close();
+    printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print, conn);
+    return;
+  }
+  if (o.bindSourceIp !== undefined) throw new UsageError('--bind_source_ip applies to the server');
+  if (o.workers !== undefined) throw new UsageError('--workers applies to the server');
+  const p = perfParams(test, o);
+  if (qps > 1) {
+    const conns = await connectQps(qps, () =>
+      tt.transport.connect({ host: server, port }, { params: tt.connectParams, signal: AbortSignal.timeout(15_000) }),
+    );
+    const label = `${o.transport}, ${qps} QPs`;
+    const bar = runProgress(
+      p,
+      conns.reduce((a, c) => a + c.streams.length, 0),
+      {},
+      warmUpOf(o).warmUp,
+    );
+    let rows: QpsRow[];
+    try {
+      rows = await perfClientQps(conns, (conn, extra) =>
+        perfClientStreams(conn, tt, p, () => {}, bar.onMoved, { ...warmUpOf(o), ...extra }),
+      );
+    } finally {
+      bar.stop();
+    }
+    const h = headerInfo(o, { qps, ...(conns[0] ? { conn: conns[0] } : {}) });
+    printQpsRows(p, label, rows, o.json, print, h);
+    if (o.out)
+      await writePerfOut(
+        o.out,
+        p,
+        label,
+        rows.map((r) => r.aggregate),
+        h,
+      );
+    if (rows.some((r) => !r.aggregate.verified)) {
+      process.exitCode = 1;
+      console.error('rddp perf: data verification failed');
+    }
+    return;
+  }
+  const conn = await tt.transport.connect(
+    { host: server, port },
+    { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
+  );
+  const h = headerInfo(o, { conn });
+  // The header once the server has accepted the run (its READY), not before a refusal (issue 37).
+  let headed = o.json === true;
+  const onReady = () => {
+    if (headed) return;
+    headed = true;
+    bar.progress.interrupt(() => printHeader(p, transportLabelOf(o.transport, conn), print, h));
+  };
+  const bar = runProgress(p, conn.streams.length, {}, warmUpOf(o).warmUp);
+  let results: PerfResult[];
+  try {
+    results = await perfClientStreams(
+      conn,
+      tt,
+      p,
+      (r) => {
+        bar.progress.interrupt(() => print(o.json ? JSON.stringify(r) : resultLine(r, h.unit)));
+      },
+      bar.onMoved,
+      { ...warmUpOf(o), onReady },
+    );
+  } finally {
+    bar.stop();
+  }
+  if (!o.json) print(RULE);
+  if (o.out) await writePerfOut(o.out, p, o.transport, results, h);
+  if (results.some((r) => !r.verified)) {
+    process.exitCode = 1;
+    console.error('rddp perf: data verification failed');
+  }
 }

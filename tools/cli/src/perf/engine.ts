@@ -50,14 +50,9 @@ export interface PerfParams {
   readonly verify: boolean;
 }
 
-/** The most Reads and atomics a client may keep outstanding (`--outs`): the server's IRD, as siw's 128. */
-export const PERF_MAX_OUTS = 128;
-/**
- * Reads and atomics a client keeps outstanding by default: the device's most, as perftest takes the
- * device's `max_qp_rd_atom` when `-o` is not given (Linux siw: 128). docs/PERFORMANCE.md has what
- * 16 and 128 measured.
- */
-export const DEFAULT_OUTS = PERF_MAX_OUTS;
+import { CQ_MOD_SIZE_LIMIT, DEFAULT_CQ_MOD, DEFAULT_OUTS, PERF_MAX_OUTS } from './limits.js';
+
+export { CQ_MOD_SIZE_LIMIT, DEFAULT_CQ_MOD, DEFAULT_OUTS, DEFAULT_TX_DEPTH, PERF_MAX_OUTS } from './limits.js';
 
 export type PerfResult =
   | { kind: 'bw'; row: BwRow; verified: boolean }
@@ -580,18 +575,6 @@ async function clientRun(
   await s.close().catch(() => {});
   return results;
 }
-
-/** perftest's default CQ moderation: one signaled send work request in 100 (at most one per tx-depth). */
-export const DEFAULT_CQ_MOD = 100;
-/** perftest's default tx-depth of the bandwidth tests (`DEF_TX_BW`). */
-export const DEFAULT_TX_DEPTH = 128;
-/**
- * Messages larger than this are signaled one by one unless `--cq-mod` is given, as perftest does
- * (`MSG_SIZE_CQ_MOD_LIMIT`): with moderation the window drains to `tx-depth - cq-mod` before the
- * signaled completion lets the client post again, which a large Read's round trip turns into
- * stop-and-go (docs/PERFORMANCE.md).
- */
-export const CQ_MOD_SIZE_LIMIT = 8192;
 
 /** The CQ moderation a bandwidth run of `size` octets uses (perftest's rules; per size, also under -a). */
 export function cqModFor(p: Pick<PerfParams, 'cqMod' | 'txDepth'>, size: number): number {

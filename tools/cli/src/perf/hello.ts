@@ -7,7 +7,16 @@ import { MAX_U64 } from '@rddp/ddp';
 import type { PerfParams, PerfResult } from './engine.js';
 import { PerfBadMessageError, PerfHelloRefusedError } from './errors.js';
 import { allSizes } from './format.js';
+import {
+  PERF_DEFAULT_MAX_MEMORY,
+  PERF_DEFAULT_MAX_SIZE,
+  PERF_MAX_DURATION_S,
+  PERF_MAX_ITERS,
+  PERF_MAX_TX_DEPTH,
+} from './limits.js';
 import { PERF_TESTS, type PerfTest } from './tests.js';
+
+export { PERF_DEFAULT_MAX_MEMORY, PERF_DEFAULT_MAX_SIZE, PERF_MAX_DURATION_S, PERF_MAX_ITERS, PERF_MAX_TX_DEPTH };
 
 /** What a server lets one client ask for. */
 export interface PerfServerLimits {
@@ -17,18 +26,12 @@ export interface PerfServerLimits {
   readonly maxMemory: number;
 }
 
-export const PERF_DEFAULT_MAX_SIZE = 8 << 20;
-/** Room for any one-stream run (send_bw -a: 8 MiB + 32 receive buffers of 8 MiB = 264 MiB). */
-export const PERF_DEFAULT_MAX_MEMORY = 512 << 20;
 export const PERF_DEFAULT_LIMITS: PerfServerLimits = {
   maxSize: PERF_DEFAULT_MAX_SIZE,
   maxMemory: PERF_DEFAULT_MAX_MEMORY,
 };
 /** Bounds no flag changes: the client's own flag ranges. */
 export const PERF_MAX_SIZES = 64;
-export const PERF_MAX_ITERS = 1e9;
-export const PERF_MAX_DURATION_S = 3600;
-export const PERF_MAX_TX_DEPTH = 4096;
 /** The largest control message (HELLO, READY, RESULT, REFUSED) and each control receive buffer. */
 export const CONTROL_SIZE = 64 * 1024;
 /** Receive buffers the server posts for the Send tests. */

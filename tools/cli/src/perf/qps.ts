@@ -8,8 +8,7 @@ import type { PerfClientOptions, PerfResult } from './engine.js';
 import { aggregate } from './engine.js';
 import type { BwRow } from './format.js';
 
-/** `-q` range: queue pairs (connections) one client opens, one non-persistent server waits for. */
-export const PERF_MAX_QPS = 1024;
+export { PERF_MAX_QPS } from './limits.js';
 /** Connections in MPA startup at once: under the MPA listener's 16 startups per source address. */
 export const QP_CONNECT_CONCURRENCY = 8;
 

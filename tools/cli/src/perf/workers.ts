@@ -11,8 +11,9 @@ import { UsageError } from '../transports.js';
 import type { PerfResult, PerfServeOptions } from './engine.js';
 import { MemoryBudget } from './hello.js';
 
-/** `--workers` range (`auto`: the machine's cores). */
-export const PERF_MAX_WORKERS = 256;
+import { PERF_MAX_WORKERS } from './limits.js';
+
+export { PERF_MAX_WORKERS };
 
 /** `--workers <n|auto>` as a count; a usage error outside 1..PERF_MAX_WORKERS. */
 export function workerCount(v: string | undefined): number {

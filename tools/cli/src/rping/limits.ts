@@ -12,10 +12,10 @@ import {
   processMemoryBudget,
   sourceKey,
 } from '@rddp/llp';
+import { RPING_DEFAULT_STEP_TIMEOUT_MS } from './defaults.js';
 import { RpingServerBusyError, RpingStepTimeoutError } from './errors.js';
 
-/** Default time a client has for each step (its advertisement, the Read Response, a completion): 10 s. */
-export const RPING_DEFAULT_STEP_TIMEOUT_MS = 10_000;
+export { RPING_DEFAULT_STEP_TIMEOUT_MS };
 
 /** The source a client counts under: its IPv4 address, or its IPv6 address's `ipv6Prefix` (`sourceKey`). */
 export function clientSource(remote: LlpAddress, ipv6Prefix: number = DEFAULT_IPV6_SOURCE_PREFIX): string {
