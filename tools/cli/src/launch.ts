@@ -29,7 +29,7 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
   demo: {
     term: 'demo [options]',
     description: 'the main demo: rping with validation and an RDMA Write bandwidth sweep over MPA/TCP on 127.0.0.1',
-    load: () => import('./commands/demo.js').then((m) => m.registerDemo),
+    load: () => import('./commands/demo-command.js').then((m) => m.registerDemo),
   },
   bench: {
     term: 'bench [options]',
@@ -69,7 +69,7 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
     term: 'soak [options]',
     description:
       'long run over MPA/TCP (Writes, Reads, Sends, new connections each round) checking that memory stays flat',
-    load: () => import('./commands/soak.js').then((m) => m.registerSoak),
+    load: () => import('./commands/soak-command.js').then((m) => m.registerSoak),
   },
   attack: {
     term: 'attack [options] [names...]',

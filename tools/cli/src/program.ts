@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { registerAttack } from './commands/attack.js';
 import { registerBench } from './commands/bench.js';
 import { registerConformance } from './commands/conformance.js';
-import { registerDemo } from './commands/demo.js';
+import { registerDemo } from './commands/demo-command.js';
 import { registerDissect } from './commands/dissect.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerExperiment } from './commands/experiment.js';
@@ -10,7 +10,7 @@ import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf-command.js';
 import { registerRping } from './commands/rping-command.js';
 import { registerSctpExperiment } from './commands/sctp-experiment.js';
-import { registerSoak } from './commands/soak.js';
+import { registerSoak } from './commands/soak-command.js';
 import { rootProgram } from './launch.js';
 import { addResourceFlags } from './resources.js';
 

@@ -5,6 +5,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_MEMORY_BUDGET } from '@rddp/llp';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -109,6 +111,20 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     expect(p99).toBeLessThanOrEqual(p999 as number);
     expect(p999).toBeLessThanOrEqual(max as number);
     expect(stdev).toBeGreaterThanOrEqual(0);
+  }, 30_000);
+
+  it('`perf --loopback --out`: the chart title says both ends ran in one process, the table has the header', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'rddp-out-'));
+    try {
+      const r = await cli(['perf', 'write_bw', '--loopback', '-n', '50', '--out', dir]).done;
+      expect(r.code, r.err).toBe(0);
+      const svg = await readFile(path.join(dir, 'write_bw.svg'), 'utf8');
+      expect(svg).toContain('rddp perf write_bw over tcp, both ends in one process (--loopback)');
+      const table = await readFile(path.join(dir, 'write_bw.txt'), 'utf8');
+      expect(table).toMatch(/Device\s+: rddp0/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 30_000);
 
   it('the client prints no table header when the server refuses its run', async () => {

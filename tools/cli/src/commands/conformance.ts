@@ -4,7 +4,7 @@
  * this stack. Exit status: 0 no FAIL, 1 any FAIL, 2 usage error or a target the kit cannot test (nothing
  * answers, it stopped answering mid-run, or it does not speak MPA or the application protocol: one line).
  */
-import { exitStatus, type KitOptions, listCases, runKit, stdoutReport } from '@rddp/conformance';
+import type { KitOptions } from '@rddp/conformance';
 import type { Command } from 'commander';
 import { integerIn } from '../flags.js';
 
@@ -54,6 +54,8 @@ export function registerConformance(program: Command): void {
         '  rddp conformance --target 10.0.0.2:7174 --reconnect 30   # rping -s (one client), restarted per case',
     )
     .action(async (raw: Record<string, string | boolean | undefined>, cmd: Command) => {
+      // The kit is loaded when it runs (issue 37: `rddp conformance --help` does not load it).
+      const { exitStatus, listCases, runKit, stdoutReport } = await import('@rddp/conformance');
       if (raw.list) {
         process.stdout.write(listCases());
         return;

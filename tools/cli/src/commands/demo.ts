@@ -4,13 +4,12 @@
  */
 import type { LlpConnection } from '@rddp/llp';
 import { crc32cBackend } from '@rddp/llp-mpa-tcp';
-import type { Command } from 'commander';
-import { integerIn } from '../flags.js';
 import { type PerfResult, perfClient, perfServe } from '../perf/engine.js';
 import { bwHeader, RULE } from '../perf/format.js';
-import { PERF_DEFAULT_MAX_SIZE } from '../perf/hello.js';
+import { PERF_DEFAULT_MAX_SIZE } from '../perf/limits.js';
 import { octets, type ProgressSink, startProgress, tapCompletions } from '../progress.js';
 import { type ToolTransport, toolTransport, UsageError } from '../transports.js';
+import { DEMO_MAX_PINGS, DEMO_MIN_SIZE } from './demo-command.js';
 import { resultLine } from './perf.js';
 import { rpingClient, rpingServe } from './rping.js';
 
@@ -20,8 +19,7 @@ function pair(tt: ToolTransport): Promise<[LlpConnection, LlpConnection]> {
 }
 
 /** The demo's flag ranges: at least one ping, at least the sweep's first size (64 octets). */
-export const DEMO_MAX_PINGS = 1_000_000;
-export const DEMO_MIN_SIZE = 64;
+export { DEMO_MAX_PINGS, DEMO_MIN_SIZE };
 /** perftest's default iterations per size. */
 export const DEMO_ITERATIONS = 5000;
 /**
@@ -138,26 +136,4 @@ export async function runDemo(
       : `demo: FAILED: ${results.filter((r) => !r.verified).length} of ${sizes.length} sizes did not verify (${seconds} s)`,
   );
   return ok;
-}
-
-export function registerDemo(program: Command): void {
-  program
-    .command('demo')
-    .description('the main demo: rping with validation and an RDMA Write bandwidth sweep over MPA/TCP on 127.0.0.1')
-    .option('-C, --pings <n>', `rping count (1..${DEMO_MAX_PINGS})`, integerIn(1, DEMO_MAX_PINGS), '200')
-    .option(
-      '--max-size <octets>',
-      `largest write_bw size (${DEMO_MIN_SIZE}..${PERF_DEFAULT_MAX_SIZE})`,
-      integerIn(DEMO_MIN_SIZE, PERF_DEFAULT_MAX_SIZE),
-      String(4 << 20),
-    )
-    .option('--quick', 'fewer iterations')
-    .addHelpText('after', '\nExample:\n  $ tools/rddp demo\n  $ tools/rddp demo --quick')
-    .action(async (raw: { pings: string; maxSize: string; quick?: boolean }) => {
-      const ok = await runDemo(
-        { pings: Number(raw.pings), maxSize: Number(raw.maxSize), ...(raw.quick ? { quick: true } : {}) },
-        (s) => console.log(s),
-      );
-      if (!ok) process.exitCode = 1;
-    });
 }

@@ -5,9 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Command } from 'commander';
 import { soakChart } from '../charts/tool-charts.js';
-import { positiveUpTo } from '../flags.js';
 import { UsageError } from '../transports.js';
 import { perfLoopback } from './perf.js';
 
@@ -71,41 +69,32 @@ export async function writeSoakOut(
   return files;
 }
 
-export function registerSoak(program: Command): void {
-  program
-    .command('soak')
-    .description(
-      'long run over MPA/TCP (Writes, Reads, Sends, new connections each round) checking that memory stays flat',
-    )
-    .option('--minutes <n>', 'how long', positiveUpTo(10_080), '5')
-    .option('--budget <MiB>', 'allowed RSS growth after warm-up', positiveUpTo(1 << 20), '32')
-    .option('--transport <name>', 'tcp, sctp or loopback', 'tcp')
-    .option('--json', 'one JSON sample per second, then a summary')
-    .option('--out <dir>', 'also write the samples and the RSS chart there (soak.jsonl, soak-rss.svg)')
-    .addHelpText('after', '\nExample:\n  pnpm soak --minutes 30 --out soak-results')
-    .action(async (raw: { minutes: string; budget: string; transport: string; json?: boolean; out?: string }) => {
-      const minutes = Number(raw.minutes);
-      const budgetMiB = Number(raw.budget);
-      if (!(minutes > 0) || !(budgetMiB > 0)) throw new UsageError('--minutes and --budget must be positive');
-      const res = await runSoak({ minutes, budgetMiB, transport: raw.transport }, (s) =>
-        console.log(
-          raw.json
-            ? JSON.stringify(s)
-            : `${String(s.seconds).padStart(6)} s  RSS ${s.rssMiB.toFixed(1).padStart(8)} MiB  rounds ${s.rounds}`,
-        ),
-      );
-      const summary = {
-        growthMiB: Number(res.growthMiB.toFixed(1)),
-        budgetMiB,
-        ok: res.ok,
-        rounds: res.samples.at(-1)?.rounds ?? 0,
-      };
-      console.log(
-        raw.json
-          ? JSON.stringify(summary)
-          : `RSS growth after warm-up: ${summary.growthMiB} MiB (budget ${budgetMiB} MiB): ${res.ok ? 'flat' : 'GROWING'}`,
-      );
-      if (raw.out) await writeSoakOut(raw.out, raw.transport, res.samples, summary);
-      if (!res.ok) process.exitCode = 1;
-    });
+/** The options `rddp soak` takes (./soak-command.ts registers them). */
+export type SoakRawOptions = { minutes: string; budget: string; transport: string; json?: boolean; out?: string };
+
+/** `rddp soak`'s action (registered by ./soak-command.ts, which loads this module when soak runs). */
+export async function soakAction(raw: SoakRawOptions): Promise<void> {
+  const minutes = Number(raw.minutes);
+  const budgetMiB = Number(raw.budget);
+  if (!(minutes > 0) || !(budgetMiB > 0)) throw new UsageError('--minutes and --budget must be positive');
+  const res = await runSoak({ minutes, budgetMiB, transport: raw.transport }, (s) =>
+    console.log(
+      raw.json
+        ? JSON.stringify(s)
+        : `${String(s.seconds).padStart(6)} s  RSS ${s.rssMiB.toFixed(1).padStart(8)} MiB  rounds ${s.rounds}`,
+    ),
+  );
+  const summary = {
+    growthMiB: Number(res.growthMiB.toFixed(1)),
+    budgetMiB,
+    ok: res.ok,
+    rounds: res.samples.at(-1)?.rounds ?? 0,
+  };
+  console.log(
+    raw.json
+      ? JSON.stringify(summary)
+      : `RSS growth after warm-up: ${summary.growthMiB} MiB (budget ${budgetMiB} MiB): ${res.ok ? 'flat' : 'GROWING'}`,
+  );
+  if (raw.out) await writeSoakOut(raw.out, raw.transport, res.samples, summary);
+  if (!res.ok) process.exitCode = 1;
 }
