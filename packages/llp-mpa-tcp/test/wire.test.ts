@@ -104,6 +104,10 @@ async function exchange(mode: WireMode): Promise<{ a: MpaTcpConnection; b: LlpCo
     expect([...s.fpduLengths].sort((x, y) => x - y)).toEqual([...sent].sort((x, y) => x - y));
     expect(s.malformed).toBe(0);
     expect(unexpected(s.expert, mode.allowed)).toEqual([]);
+    // Control: the expert table was read — every capture has TCP's connection notes and chats.
+    expect(s.expert.filter((i) => i.protocol === 'TCP').length).toBeGreaterThan(0);
+    // Wireshark 4.0 warns about Rev 2 in each MPA frame: the allowed warnings are there, not just allowed.
+    if (a.negotiated.revision === 2) expect(s.expert.map((i) => i.summary)).toContain(REV_NOT_ONE);
     expect(s.badCrc).toBe(0);
     expect(s.goodCrc).toBe(a.negotiated.crc ? sent.length : 0);
     return { a, b };

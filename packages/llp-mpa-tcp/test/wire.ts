@@ -6,7 +6,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type DissectReport, dissectFile, type Finding } from '../../../tools/conformance/src/dissect/index.js';
 
 export const TSHARK = process.env.TSHARK ?? '/usr/bin/tshark';
@@ -25,7 +25,16 @@ export interface Capture {
 }
 
 /**
- * `tshark -i lo -w file -f filter`, resolved once it captures and `settleMs` later (the kernel filter is
+ * dumpcap (tshark's capture engine; tshark itself when dumpcap is not beside it): capturing needs no
+ * dissectors, and loading them is most of a tshark start.
+ */
+const DUMPCAP = (() => {
+  const d = join(dirname(TSHARK), 'dumpcap');
+  return existsSync(d) ? d : TSHARK;
+})();
+
+/**
+ * `dumpcap -i lo -w file -f filter`, resolved once it captures and `settleMs` later (the kernel filter is
  * live a moment after "Capturing on"); rejects with tshark's stderr when it cannot capture. `bufferMiB`:
  * the capture buffer (bursts of 64 KiB segments on lo overflow the default 2 MiB).
  */
@@ -35,7 +44,7 @@ export async function tsharkOn(
   o: { settleMs?: number; bufferMiB?: number } = {},
 ): Promise<ChildProcess> {
   const buffer = o.bufferMiB ? ['-B', String(o.bufferMiB)] : [];
-  const child: ChildProcess = spawn(TSHARK, ['-i', 'lo', ...buffer, '-w', file, '-f', filter], {
+  const child: ChildProcess = spawn(DUMPCAP, ['-i', 'lo', ...buffer, '-w', file, '-f', filter], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -107,7 +116,10 @@ export interface ExpertItem {
 
 /** `tshark -z expert` items. Wireshark's MPA dissector attaches its warnings to no tree item, so -V omits them. */
 export async function expertItems(file: string): Promise<ExpertItem[]> {
-  const text = await run(['-r', file, ...DECODE_ARGS, '-q', '-z', 'expert']);
+  return parseExpert(await run(['-r', file, ...DECODE_ARGS, '-q', '-z', 'expert']));
+}
+
+function parseExpert(text: string): ExpertItem[] {
   const items: ExpertItem[] = [];
   let severity = '';
   for (const line of text.split('\n')) {
@@ -195,10 +207,14 @@ export interface SummarizeOptions {
  * ULPDU_Length, CRC verdict) in any frame tshark decoded, or (unless `tsharkPartial`) FPDUs tshark missed.
  */
 export async function summarize(file: string, o: SummarizeOptions = {}): Promise<WireSummary> {
-  const text = await decodeVerbose(file);
+  // One tshark run: every frame's -V text, then the expert table (-z expert prints after the packets).
+  const all = await run(['-r', file, ...DECODE_ARGS, '-V', '-z', 'expert']);
+  const cut = all.search(/^(Errors|Warns|Notes|Chats|Comments) \(\d+\)\r?$/m);
+  const text = cut < 0 ? all : all.slice(0, cut);
   const count = (re: RegExp) => (text.match(re) ?? []).length;
   const fpduLengths = [...text.matchAll(/^\s+ULPDU length: (\d+) bytes?$/gm)].map((m) => Number(m[1]));
-  const expert = await expertItems(file);
+  const expert = parseExpert(cut < 0 ? '' : all.slice(cut));
+  const frames = Math.max(0, ...[...text.matchAll(/^Frame (\d+):/gm)].map((m) => Number(m[1])));
   const s = {
     requests: count(/^\s+Request frame header$/gm),
     replies: count(/^\s+Reply frame header$/gm),
@@ -209,13 +225,14 @@ export async function summarize(file: string, o: SummarizeOptions = {}): Promise
     malformed: count(/\[Malformed Packet/g),
     text,
   };
-  return { ...s, dissect: await dissectAgainstTshark(file, s, tsharkFpdus(text), o) };
+  return { ...s, dissect: await dissectAgainstTshark(file, s, tsharkFpdus(text), frames, o) };
 }
 
 async function dissectAgainstTshark(
   file: string,
   s: { requests: number; replies: number },
   theirs: WireFpdu[],
+  frames: number,
   o: SummarizeOptions,
 ): Promise<Dissected> {
   let report: DissectReport;
@@ -224,7 +241,6 @@ async function dissectAgainstTshark(
   } catch (e) {
     throw new Error(`rddp dissect cannot read ${file}: ${(e as Error).message}`);
   }
-  const frames = Number((await run(['-r', file, '-T', 'fields', '-e', 'frame.number'])).trim().split('\n').pop());
   const bad: string[] = [];
   if (report.packets !== frames) bad.push(`${report.packets} packets read, tshark read ${frames}`);
   const kinds = (k: string, head: string) =>
