@@ -5,7 +5,7 @@
  * eagerly, for the API and tests).
  */
 import { createRequire } from 'node:module';
-import { Command } from 'commander';
+import { Command, Help } from 'commander';
 
 /** The @rddp/tools version `rddp --version` prints (package.json sits next to src/ and dist/). */
 export const toolsVersion: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -23,7 +23,7 @@ export interface LazyCommand {
 
 /**
  * Every command, in `rddp --help`'s order. Terms and descriptions are the commands' own (a test compares
- * them with the eagerly built program, tools/cli/test/cli-startup.test.ts).
+ * them with the eagerly built program, tools/cli/test/perftest-habits.test.ts).
  */
 export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
   demo: {
@@ -140,5 +140,8 @@ export async function programFor(argv: readonly string[]): Promise<Command> {
     program.command(name).description(c.description);
   }
   const terms = new Map(Object.entries(COMMANDS).map(([name, c]) => [name, c.term]));
-  return program.configureHelp({ subcommandTerm: (cmd) => terms.get(cmd.name()) ?? cmd.name() });
+  return program.configureHelp({
+    // commander's own term for the rest (its `help [command]`).
+    subcommandTerm: (cmd) => terms.get(cmd.name()) ?? Help.prototype.subcommandTerm.call(new Help(), cmd),
+  });
 }
