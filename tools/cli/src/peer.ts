@@ -30,8 +30,11 @@ export class PeerClosedError extends codedError(PeerEndedError, 'ERR_RDDP_PEER_C
   }
 }
 
-/** Failures that only say the stream ended under an operation (RDMAP's flush, LLP failure). */
-const ENDED_CODES = new Set(['ERR_RDMAP_FLUSHED', 'ERR_RDMAP_LLP_FAILED']);
+/**
+ * Failures that only say the stream ended under an operation (RDMAP's flush, LLP failure), or that a post
+ * came after it had ended (the verbs QP already in the error state: a run posting while its peer is killed).
+ */
+const ENDED_CODES = new Set(['ERR_RDMAP_FLUSHED', 'ERR_RDMAP_LLP_FAILED', 'ERR_VERBS_QP_STATE']);
 
 /** Watches one connection from its start; `explain` turns a failed operation into why the run ended. */
 export class PeerWatch {
