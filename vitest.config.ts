@@ -1,4 +1,13 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Test files run in parallel, at least two at a time: vitest's default (cores − 1) is one file at a time
+ * on a 2-core machine, while most files here wait on sockets, child processes or captures. Files are
+ * written to be parallel-safe: ports are 0 (the kernel's), network namespaces and temp folders are named
+ * per process. RDDP_TEST_WORKERS=n overrides.
+ */
+const workers = Number(process.env.RDDP_TEST_WORKERS) || Math.max(2, availableParallelism());
 
 // Tests import packages' TypeScript sources through the `@rddp/source` export condition,
 // so `vitest` needs no build step; `tsc -b` type-checks the same sources.
@@ -10,5 +19,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    maxWorkers: workers,
   },
 });
