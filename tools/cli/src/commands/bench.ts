@@ -62,7 +62,10 @@ const MODES: readonly { label: string; params: MpaParams; target?: number }[] = 
   { label: 'CRC + markers', params: { crc: true, markers: true } },
 ];
 
-/** bandwidth.svg: each MPA mode's RDMA Write bandwidth and raw TCP's against message size. */
+/**
+ * bandwidth.svg: the in-process DDP figures — each MPA mode's RDMA Write bandwidth and raw Node TCP's,
+ * both ends in the bench's process on 127.0.0.1 — against message size.
+ */
 export function bandwidthChart(figures: readonly Figure[]): string {
   const series: Series[] = MODES.map((m) => ({
     label: `rddp MPA/TCP (${m.label})`,
@@ -76,7 +79,7 @@ export function bandwidthChart(figures: readonly Figure[]): string {
       .filter((f) => f.size && f.name.endsWith('(CRC)'))
       .map((f) => ({ size: f.size as number, value: f.baseline })),
   });
-  return toSvgChart('RDMA Write bandwidth over MPA/TCP vs raw TCP', 'MB/s', series);
+  return toSvgChart('RDMA Write bandwidth, both ends in one process: MPA/TCP vs raw Node TCP', 'MB/s', series);
 }
 
 /**
