@@ -250,7 +250,7 @@ describe('rddp start-up: only the command that runs is loaded (issue 37)', () =>
 
   it("`rddp <command> --help` from the light registration equals the whole program's, perftest flags included", async () => {
     const full = buildProgram();
-    for (const name of ['perf', 'rping', 'demo', 'soak', 'doctor']) {
+    for (const name of ['perf', 'rping', 'demo', 'soak', 'doctor', 'fuzz']) {
       const r = await cli([name, '--help']).done;
       expect(r.code, name).toBe(0);
       // helpInformation() is the help without its addHelpText (Examples), which follow it.
@@ -264,6 +264,18 @@ describe('rddp start-up: only the command that runs is loaded (issue 37)', () =>
     expect(rping.code).toBe(0);
     expect(rping.out).toContain('-I <addr>');
   }, 60_000);
+
+  it("`fuzz --help` names the fuzzer's targets without loading them: the ones it runs", async () => {
+    const help = await cli(['fuzz', '--help']).done;
+    const named = /only this target \(([^)]*)\)/.exec(help.out.replace(/\s+/g, ' '))?.[1]?.split(', ');
+    const ran = await cli(['fuzz', '--json', '--minutes', '0.005']).done;
+    expect(ran.code, ran.err).toBe(0);
+    const targets = ran.out
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { target: string }).target);
+    expect(named).toEqual(targets);
+  }, 30_000);
 
   it("--memory-budget: help shows @rddp/llp's default; a bad size is still a usage error (checked once @rddp/llp loads)", async () => {
     const help = await cli(['perf', '--help']).done;
