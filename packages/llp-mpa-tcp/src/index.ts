@@ -17,7 +17,16 @@
  */
 export { isCongestionControlName } from './congestion.js';
 export { MpaTcpConnection, mpaCapabilities } from './connection.js';
-export { crc32c, crc32cBackend, crc32cRange, readCrc, writeCrc } from './crc.js';
+export {
+  CRC32C_BACKENDS,
+  Crc32cBackendMissingError,
+  Crc32cBackendUnknownError,
+  crc32c,
+  crc32cBackend,
+  crc32cRange,
+  readCrc,
+  writeCrc,
+} from './crc.js';
 export { MpaCrcError, MpaErrorCode, MpaFpduNotSentError, MpaProtocolError, type MpaViolation } from './errors.js';
 export {
   type ChunkSink,
@@ -71,7 +80,13 @@ export {
   type RtrType,
   resolveParams,
 } from './negotiation.js';
-export { emssFor, LOOPBACK_EMSS, type MpaTcpOptions, ULPDU_LENGTH_FIELD_MAX } from './options.js';
+export {
+  DirectSendUnavailableError,
+  emssFor,
+  LOOPBACK_EMSS,
+  type MpaTcpOptions,
+  ULPDU_LENGTH_FIELD_MAX,
+} from './options.js';
 export { checkReadResponse, checkRtr, encodeReadResponse, encodeRtr } from './rtr.js';
 export { MpaTcpStream } from './stream.js';
 export { MpaTcpTransport, mpaTcp } from './transport.js';

@@ -96,7 +96,16 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
     return new Promise<MpaTcpConnection>((resolve, reject) => {
       // Reads go into the connection's own arena (socket-rx.ts), not a fresh buffer per read.
       const rx = new SocketReceiver();
-      const socket = net.connect({ host, port, allowHalfOpen: true, noDelay: o.noDelay, onread: rx.onread });
+      const from = options.localAddress;
+      const socket = net.connect({
+        host,
+        port,
+        allowHalfOpen: true,
+        noDelay: o.noDelay,
+        onread: rx.onread,
+        ...(from?.host !== undefined ? { localAddress: from.host } : {}),
+        ...(from?.port !== undefined ? { localPort: from.port } : {}),
+      });
       rx.bind(socket, reservation);
       socket.on('error', noop);
       const collector = new FrameCollector('reply');

@@ -3,12 +3,14 @@
  * on send by `@rddp/sctp` through `sctpChecksumOfZeroed` (installed with the package's `configure`), on
  * receive here in paths.ts before the package sees the packet (the package's own check is off).
  *
- * Backends, fastest first, as MPA picks them (`RDDP_CRC32C=isal | sse4_crc32 | node-rs` pins one):
+ * Backends, fastest first, as MPA picks them (`RDDP_CRC32C=isal | sse4_crc32 | node-rs` pins one;
+ * a pinned backend that does not load is `SctpCrc32cBackendError`):
  * `@rddp/crc32c-isal` (Intel ISA-L, where built), `sse4_crc32`, `@node-rs/crc32`. Runs shorter than a
  * native call's cost go through a table in JavaScript.
  */
 import { createRequire } from 'node:module';
 import { crc32c as nodeRsCrc32c } from '@node-rs/crc32';
+import { SctpCrc32cBackendError } from './errors.js';
 
 const require = createRequire(import.meta.url);
 const pinned = process.env.RDDP_CRC32C;
@@ -52,6 +54,19 @@ function loadBackend(): Backend {
 }
 
 const backend = loadBackend();
+/** The package each `RDDP_CRC32C` value pins. */
+const PINNED: Readonly<Record<string, string>> = {
+  isal: '@rddp/crc32c-isal',
+  sse4_crc32: 'sse4_crc32',
+  'node-rs': '@node-rs/crc32',
+};
+// A pin is never ignored: a backend it names that does not load here is an error (`rddp doctor` says why).
+if (pinned !== undefined && PINNED[pinned] !== backend.name)
+  throw new SctpCrc32cBackendError(
+    PINNED[pinned] === undefined
+      ? `RDDP_CRC32C=${pinned} names no CRC32c backend (one of: ${Object.keys(PINNED).join(', ')})`
+      : `RDDP_CRC32C=${pinned} pins ${PINNED[pinned]}, which does not load here (see \`rddp doctor\`); or unset RDDP_CRC32C`,
+  );
 
 /** Which CRC32c implementation SCTP packets go through. */
 export const sctpCrc32cBackend: string = backend.name;

@@ -4,7 +4,7 @@
  */
 export { runSctpBenchmark, type SctpBenchmarkOptions, type SctpBenchmarkResult } from './bench.js';
 export { SctpConnection } from './connection.js';
-export { RawSocketUnavailableError } from './errors.js';
+export { RawSocketUnavailableError, SctpCrc32cBackendError } from './errors.js';
 export { sctpModule } from './module.js';
 export type { SctpTransportOptions } from './options.js';
 export * as rfc5043 from './rfc5043.js';

@@ -7,7 +7,7 @@ import { assertFitsMulpdu, OnceSubject, withAbort } from './util.js';
 /**
  * The bookkeeping every LLP stream needs, transport-free: state, MULPDU, the MULPDU check, the receiver
  * (holding ULPDUs until one is set), pause/resume, drain waiters, close waiters and `closed$`.
- * A plugin extends it and supplies the four transport hooks; see docs/LLP-PLUGINS.md.
+ * A plugin extends it and supplies the four transport hooks; see this package's PLUGINS.md.
  */
 export abstract class BaseLlpStream implements LlpStream {
   private readonly mulpduSubject: BehaviorSubject<number>;

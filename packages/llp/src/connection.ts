@@ -79,6 +79,11 @@ export interface LlpConnectOptions {
   readonly signal?: AbortSignal;
   /** Handshake timer in milliseconds; expiry fails with `LlpTimeoutError`. */
   readonly timeoutMs?: number;
+  /**
+   * The local end to connect from (rping's `-I`, rdma_resolve_addr's source address), for a transport that
+   * binds one (MPA/TCP: the socket's local address and port); others ignore it. Default: the route's.
+   */
+  readonly localAddress?: LlpAddress;
 }
 
 export interface LlpListenOptions {

@@ -27,7 +27,7 @@ export function registerRping(program: Command): void {
     .option('-s', 'server')
     .option('-c', 'client')
     .option('-a <addr>', 'address (server: bind; client: connect to)', '127.0.0.1')
-    .option('-I <addr>', "client: source address (rping's -I; checked to be this host's, see docs/PERFTEST.md)")
+    .option('-I <addr>', "client: source address to connect from (rping's -I; one of this host's)")
     .option('-P', 'persistent server: serve clients concurrently until SIGINT or SIGTERM')
     .option('-p <port>', 'port', integerIn(0, 65535), String(RPING_DEFAULT_PORT))
     .option('-C <count>', 'ping count (default: forever)', integerIn(0, 2 ** 31 - 1))

@@ -338,13 +338,19 @@ export async function runRping(o: RpingOptions, out: Out): Promise<void> {
     out.debug(`connecting to ${o.addr}:${port} over ${o.transport}`);
     const conn = await tt.transport.connect(
       { host: o.addr, port },
-      { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
+      {
+        params: tt.connectParams,
+        signal: AbortSignal.timeout(15_000),
+        ...(o.source !== undefined ? { localAddress: { host: o.source } } : {}),
+      },
     );
     out.debug(`connected: ${JSON.stringify(conn.setup.negotiated)}`);
     runNote(conn, out);
-    // The LLPs' connect takes no source address yet: the kernel's route picks it; say when it differs.
+    // MPA/TCP binds the -I address; a transport that binds no source leaves it to the route: say so.
     if (o.source !== undefined && conn.localAddress.host !== o.source)
-      (out.note ?? out.debug)(`-I ${o.source}: connected from ${conn.localAddress.host} (the kernel's choice)`);
+      (out.note ?? out.debug)(
+        `-I ${o.source}: connected from ${conn.localAddress.host} (this transport binds no source)`,
+      );
     const t0 = performance.now();
     await rpingClient(conn, tt, { count, size, verbose: !!o.verbose, validate: !!o.validate }, out);
     out.debug('client done');
