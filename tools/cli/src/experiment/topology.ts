@@ -13,7 +13,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TopologyUnavailableError } from './errors.js';
@@ -98,6 +98,24 @@ function alive(pid: number): boolean {
   }
 }
 
+/** A namespace younger than this is never reaped: its command may be another PID namespace's, building it. */
+const REAP_MIN_AGE_MS = 120_000;
+
+/**
+ * Whether namespace `name` is left over: its command's pid does not run here, no process is inside it,
+ * and it is older than REAP_MIN_AGE_MS. A pid alone does not say it: a command in another PID namespace
+ * (another container sharing /run/netns) has a pid that does not exist in this one.
+ */
+function leftOver(name: string, pid: number): boolean {
+  if (alive(pid)) return false;
+  try {
+    if (Date.now() - statSync(`/run/netns/${name}`).mtimeMs < REAP_MIN_AGE_MS) return false;
+    return sh(['ip', 'netns', 'pids', name]).trim() === '';
+  } catch {
+    return false;
+  }
+}
+
 /** Deletes the namespaces of experiments whose command no longer runs (killed by SIGKILL); returns them. */
 export function reapStaleNamespaces(): string[] {
   let listed = '';
@@ -110,7 +128,7 @@ export function reapStaleNamespaces(): string[] {
   for (const line of listed.split('\n')) {
     const name = line.split(' ')[0] ?? '';
     const m = NAME.exec(name);
-    if (!m || alive(Number(m[1]))) continue;
+    if (!m || !leftOver(name, Number(m[1]))) continue;
     try {
       sh(['ip', 'netns', 'del', name]);
       gone.push(name);
