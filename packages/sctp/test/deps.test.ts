@@ -57,11 +57,13 @@ describe('lib/ip.js (in place of the npm ip package)', () => {
     expect(ip.isV4Format('999.0.0.1')).toBe(false);
   });
 
-  it('package.json: no ip dependency, raw-socket optional', () => {
+  it('package.json: no ip dependency, raw-socket an optional peer (not installed, not compiled, unless asked for)', () => {
     const pkg = JSON.parse(readFileSync(new URL('package.json', pkgDir), 'utf8'));
     expect(pkg.dependencies.ip).toBeUndefined();
     expect(pkg.dependencies['raw-socket']).toBeUndefined();
-    expect(pkg.optionalDependencies['raw-socket']).toBeDefined();
+    expect(pkg.optionalDependencies?.['raw-socket']).toBeUndefined();
+    expect(pkg.peerDependencies['raw-socket']).toBeDefined();
+    expect(pkg.peerDependenciesMeta['raw-socket']).toEqual({ optional: true });
   });
 });
 
