@@ -282,7 +282,17 @@ export function tests(factory: ComplianceFactory): void {
       await sendAll(s0(a), sent);
       await got.wait(sent.length);
       expect(got.ulpdus.length).toBe(sent.length);
-      for (let i = 0; i < sent.length; i++) expect(got.ulpdus[i]).toEqual(sent[i]);
+      // Compared octet for octet by Buffer.compare: toEqual walks a Uint8Array one element at a time.
+      const differ = sent.findIndex((s, i) => {
+        const g = got.ulpdus[i] as Uint8Array;
+        return (
+          Buffer.compare(
+            Buffer.from(g.buffer, g.byteOffset, g.byteLength),
+            Buffer.from(s.buffer, s.byteOffset, s.byteLength),
+          ) !== 0
+        );
+      });
+      expect(differ, `ULPDU ${differ} arrived changed`).toBe(-1);
     });
 
     it('RFC 5041 §3: traffic flows both ways at once', async (t) => {

@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { LlpStream } from '@rddp/llp';
 import type { MpaParams } from '@rddp/llp-mpa-tcp';
 import type { Command } from 'commander';
@@ -100,6 +102,35 @@ export async function connectionFigure(
   });
 }
 
+/** Milliseconds from spawning `node <args>` to its exit (it must exit 0). */
+function spawnMs(args: readonly string[]): Promise<number> {
+  const t0 = performance.now();
+  return new Promise<number>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(performance.now() - t0) : reject(new Error(`node ${args.join(' ')} exited ${code}`)),
+    );
+  });
+}
+
+/**
+ * A command line's start-up (issue 37: within 2 × of a bare Node): `rddp --help` or `--version` from spawn
+ * to exit, against `node -e 0` from spawn to exit in the same run.
+ */
+export async function startupFigure(plan: Plan, flag: '--help' | '--version'): Promise<Figure> {
+  const main = fileURLToPath(new URL('../main.js', import.meta.url));
+  const [cli, bare] = await alternate(
+    plan,
+    () => spawnMs([main, flag]),
+    () => spawnMs(['-e', '0']),
+  );
+  return makeFigure(`rddp ${flag} start-up`, 'ms', cli, bare, {
+    target: 1 / 2,
+    note: 'baseline: node -e 0, spawn to exit, same run',
+  });
+}
+
 /** Alternating rounds per figure, after each subject and baseline ran unrecorded for `warmupSeconds`. */
 interface Plan {
   readonly rounds: number;
@@ -159,8 +190,9 @@ async function mpaPingPong(iters: number): Promise<number> {
 
 /** The number of recorded runs a bench makes with `rounds` rounds (its progress total). */
 function benchRuns(rounds: number): number {
-  // 9 bandwidth figures, latency, loopback and connection setup: subject and baseline each round; RSS: one run.
-  return 12 * 2 * rounds + 1;
+  // 9 bandwidth figures, latency, loopback, connection setup and the two start-ups: subject and baseline
+  // each round; RSS: one run.
+  return 14 * 2 * rounds + 1;
 }
 
 export async function runBench(o: BenchOptions, log: (s: string) => void, sink: ProgressSink = {}): Promise<Figure[]> {
@@ -289,6 +321,7 @@ async function benchFigures(
     }),
   );
   add(await connectionFigure(plan, Math.max(10, Math.round(1000 * Math.min(1, scale * 1.6)))));
+  for (const flag of ['--help', '--version'] as const) add({ ...(await startupFigure(plan, flag)), table: 'ddp' });
 }
 
 export function registerBench(program: Command): void {

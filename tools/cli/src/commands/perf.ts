@@ -293,8 +293,8 @@ export async function perfClientStreams(
   extra: PerfClientOptions = {},
 ): Promise<PerfResult[]> {
   const n = conn.streams.length;
-  // Progress from the engine's own accounting: a subscription to every RDMAP completion cost the client
-  // ≈15 % of its CPU in 64-octet Writes (docs/PERFORMANCE.md).
+  // Progress from the engine's own accounting, not a subscription to every RDMAP completion (which would
+  // put an observer on the completion path of every message).
   const viaStack = { ...extra, rdmapFactory: tt.rdmapFactory, ...(onMoved ? { onMoved } : {}) };
   if (n === 1) return perfClient(conn, tt.profileOf(conn), p, (r) => onResult(r, [r]), undefined, 0, viaStack);
   const per = await Promise.all(

@@ -7,8 +7,8 @@
 export const PERF_MAX_OUTS = 128;
 /**
  * Reads and atomics a client keeps outstanding by default: the device's most, as perftest takes the
- * device's `max_qp_rd_atom` when `-o` is not given (Linux siw: 128). docs/PERFORMANCE.md has what
- * 16 and 128 measured.
+ * device's `max_qp_rd_atom` when `-o` is not given (Linux siw: 128). docs/PERFORMANCE.md,
+ * "Moderation and outstanding Reads", says what the window does to read_bw.
  */
 export const DEFAULT_OUTS = PERF_MAX_OUTS;
 /** perftest's default CQ moderation: one signaled send work request in 100 (at most one per tx-depth). */
