@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 process.chdir(fileURLToPath(new URL('..', import.meta.url)));
 const dir = '.changeset';
 const order = [
+  'rdma-engineer-habits',
+  'message-path',
   'docs-that-ship',
   'public-edges',
   'conformance-and-dissect',
@@ -32,6 +34,8 @@ const entries = files.map((f) => {
 });
 entries.sort((a, b) => b.at - a.at || order.indexOf(a.f) - order.indexOf(b.f));
 const TITLES = {
+  'rdma-engineer-habits': "perftest's and rping's habits, rddp doctor, pinned backends, a fast start",
+  'message-path': 'One file per layer on each message path; DDP accept tables',
   'docs-that-ship': 'Docs that ship',
   'public-edges': 'Every public send checks its input; no /testing subpaths',
   'conformance-and-dissect': 'Graded conformance verdicts; streamed, bounded dissection',

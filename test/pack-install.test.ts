@@ -39,13 +39,14 @@ function run(cmd: string, args: string[], cwd: string, timeout = 300_000): { out
   return { out: r.stdout, err: r.stderr };
 }
 
-// The program a consumer writes (docs/rdma-example, on MPA/TCP): only the packages' published entry points.
-const program = `
-import { mpaTcpModule } from '@rddp/llp-mpa-tcp';
+// The program a consumer writes (docs/rdma-example): only the packages' published entry points. It ends by
+// itself once its queue pairs are closed, on every transport (no process.exit: a handle left open fails it).
+const program = (transport: 'mpa' | 'sctp') => `
+import { ${transport === 'mpa' ? 'mpaTcpModule' : 'sctpModule'} } from '${transport === 'mpa' ? '@rddp/llp-mpa-tcp' : '@rddp/llp-sctp'}';
 import { createStack } from '@rddp/stack';
 import { Access } from '@rddp/verbs';
 
-const stack = createStack(mpaTcpModule());
+const stack = createStack(${transport === 'mpa' ? 'mpaTcpModule()' : 'sctpModule()'});
 const [clientLink, serverLink] = await stack.pair({ host: '127.0.0.1', port: 0 });
 const [client, server] = [stack.device().allocPd(), stack.device().allocPd()];
 const qp = stack.queuePair(client, clientLink);
@@ -59,10 +60,9 @@ const copy = client.registerMr(new Uint8Array(data.length), Access.LocalWrite);
 await qp.read(copy.sge(), exposed.remote());
 await qp.send(copy.sge(0, 5), { solicited: true });
 const wc = await delivered;
-await qp.close();
+await Promise.all([qp.close(), peer.close()]);
 const text = new TextDecoder();
 console.log(JSON.stringify({ read: text.decode(copy.buffer), received: text.decode(inbox.buffer.subarray(0, wc.byteLen)) }));
-process.exit(0);
 `;
 
 const unreachable = registryProblem();
@@ -138,10 +138,15 @@ describe('packed tarballs installed with npm outside the workspace', () => {
     expect(r.stdout.trim()).toBe('function 5');
   });
 
-  it('RFC 5040 §5: RDMA Write + Read + Send between two endpoints over MPA/TCP on 127.0.0.1', (ctx) => {
+  it.for([
+    ['MPA/TCP', 'mpa'],
+    ['SCTP', 'sctp'],
+  ] as const)('RFC 5040 §5: RDMA Write + Read + Send over %s on 127.0.0.1, and the program ends by itself', (row, ctx) => {
+    const transport = row[1];
     if (unreachable) ctx.skip(`npm registry unreachable (${unreachable}): pack-and-install not run`);
-    writeFileSync(join(consumer, 'main.mjs'), program);
-    const { out } = run(process.execPath, ['main.mjs'], consumer, 60_000);
+    writeFileSync(join(consumer, `main-${transport}.mjs`), program(transport));
+    // run() fails on the timeout: a program that does not end by itself is a failure here.
+    const { out } = run(process.execPath, [`main-${transport}.mjs`], consumer, 60_000);
     expect(JSON.parse(out.trim())).toEqual({ read: 'hello, remote memory', received: 'hello' });
   });
 
@@ -157,5 +162,29 @@ describe('packed tarballs installed with npm outside the workspace', () => {
       120_000,
     );
     expect(perf.out).toMatch(/#bytes\s+#iterations\s+BW peak/);
+    // perftest's habits and the backends, from the installed CLI (issue 37).
+    const gbits = run(
+      'npx',
+      [
+        '--no-install',
+        'rddp',
+        'perf',
+        'write_bw',
+        '--loopback',
+        '--transport',
+        'loopback',
+        '-n',
+        '100',
+        '-d',
+        'rddp0',
+        '-F',
+        '--report_gbits',
+      ],
+      consumer,
+      120_000,
+    );
+    expect(gbits.out).toMatch(/BW average\[Gb\/sec\]/);
+    expect(gbits.out).toContain('rddp0');
+    expect(run('npx', ['--no-install', 'rddp', 'doctor'], consumer, 60_000).out).toMatch(/^crc32c:/m);
   });
 });
