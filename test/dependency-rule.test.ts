@@ -22,6 +22,18 @@ const r = require("net");`),
     ).toEqual(['node:net', './x.js', '@rddp/llp-loopback', 'sctp', 'dgram', 'net']);
   });
 
+  it('an import in a comment (a TSDoc @example) or a string is not an import', () => {
+    expect(
+      importsOf(`/**
+ * @example
+ * import { loopbackModule } from '@rddp/llp-loopback';
+ */
+// import net from 'node:net';
+const s = "import x from 'sctp'";
+import { y } from './y.js';`),
+    ).toEqual(['./y.js']);
+  });
+
   it('fails when a core package imports node:net or depends on a transport (synthetic package)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rddp-deprule-'));
     try {

@@ -4,6 +4,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import ts from 'typescript';
 
 export const CORE_PACKAGES = ['ddp', 'rdmap', 'verbs'] as const;
 const ALLOWED = new Set([
@@ -28,14 +29,12 @@ function* sourceFiles(dir: string): Generator<string> {
   }
 }
 
-const IMPORT_RE =
-  /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)/g;
-
-/** The specifiers a source text imports. */
+/**
+ * The specifiers a source text imports — static, dynamic and `require` — as TypeScript's pre-processor
+ * reads them: an import inside a comment (a TSDoc `@example`) or a string is not one.
+ */
 export function importsOf(source: string): string[] {
-  const out: string[] = [];
-  for (const m of source.matchAll(IMPORT_RE)) out.push((m[1] ?? m[2] ?? m[3] ?? m[4]) as string);
-  return out;
+  return ts.preProcessFile(source, true, true).importedFiles.map((f) => f.fileName);
 }
 
 function isAllowed(spec: string): boolean {
