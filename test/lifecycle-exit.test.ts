@@ -96,6 +96,18 @@ interface Outcome {
 }
 
 /** Runs `source` as an ES module in a child (resolving bare names from the repository root). */
+/** Runs `source`, which must exit 0 by itself within the deadline; returns the report it printed last. */
+async function exitedByItself(source: string): Promise<{
+  report: { states: string[]; events: ({ graceful: boolean } | null)[] };
+  detail: string;
+}> {
+  const r = await runChild(source);
+  const detail = `exit ${r.code} ${r.signal ?? ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+  expect(r.timedOut, `still running after ${DEADLINE_MS} ms: ${detail}`).toBe(false);
+  expect(r.code, detail).toBe(0);
+  return { report: JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}'), detail };
+}
+
 function runChild(source: string, deadlineMs = DEADLINE_MS): Promise<Outcome> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
@@ -171,14 +183,7 @@ describe('closing the last queue pair ends the process on every transport (issue
     it.skipIf(transport === 'sctp-raw' && !rawAvailable())(
       title,
       async () => {
-        const r = await runChild(program(transport, connections));
-        const detail = `exit ${r.code} ${r.signal ?? ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-        expect(r.timedOut, `still running after ${DEADLINE_MS} ms: ${detail}`).toBe(false);
-        expect(r.code, detail).toBe(0);
-        const report = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as {
-          states: string[];
-          events: ({ graceful: boolean } | null)[];
-        };
+        const { report, detail } = await exitedByItself(program(transport, connections));
         expect(report.states).toEqual(Array(2 * connections).fill('closed'));
         expect(
           report.events.every((e) => e?.graceful === true),
@@ -232,14 +237,7 @@ describe('every ending of an LLP connection ends the process (issue 37)', () => 
       it(
         `${transport}, ${ending}: both ends closed, the process exits 0 by itself`,
         async () => {
-          const r = await runChild(llpProgram(transport, ending));
-          const detail = `exit ${r.code} ${r.signal ?? ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-          expect(r.timedOut, `still running after ${DEADLINE_MS} ms: ${detail}`).toBe(false);
-          expect(r.code, detail).toBe(0);
-          const report = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}') as {
-            states: string[];
-            events: ({ graceful: boolean } | null)[];
-          };
+          const { report } = await exitedByItself(llpProgram(transport, ending));
           expect(report.states).toEqual(['closed', 'closed']);
           expect(report.events.map((e) => e?.graceful)).toEqual(ending === 'abort' ? [false, false] : [true, true]);
         },
