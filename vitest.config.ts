@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Test files run in parallel, at least two at a time: vitest's default (cores − 1) is one file at a time
@@ -8,6 +9,32 @@ import { defineConfig } from 'vitest/config';
  * per process. RDDP_TEST_WORKERS=n overrides.
  */
 const workers = Number(process.env.RDDP_TEST_WORKERS) || Math.max(2, availableParallelism());
+
+/**
+ * The files that take a minute or more (their own processes, namespaces, captures), longest first. They
+ * start first, so a fresh clone (no timing cache yet) does not end with one of them running alone.
+ */
+const LONG_FILES = [
+  'tools/cli/test/experiment.test.ts',
+  'tools/cli/test/attack.test.ts',
+  'tools/cli/test/conformance.test.ts',
+  'test/pack-install.test.ts',
+  'tools/cli/test/bench-headline.test.ts',
+  'tools/cli/test/conformance-targets.test.ts',
+  'tools/cli/test/lossy.test.ts',
+  'tools/cli/test/rping-bounds.test.ts',
+  'tools/cli/test/tools-end.test.ts',
+];
+
+class LongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = LONG_FILES.findIndex((l) => f.moduleId.endsWith(l));
+      return i < 0 ? LONG_FILES.length : i;
+    };
+    return [...(await super.sort(files))].sort((a, b) => rank(a) - rank(b)); // stable: the rest keep their order
+  }
+}
 
 // Tests import packages' TypeScript sources through the `@rddp/source` export condition,
 // so `vitest` needs no build step; `tsc -b` type-checks the same sources.
@@ -20,5 +47,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     maxWorkers: workers,
+    sequence: { sequencer: LongFilesFirst },
   },
 });
