@@ -199,9 +199,15 @@ describe('TSDoc examples', () => {
       const { outputText } = ts.transpileModule(e.code, {
         compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
       });
-      writeFileSync(path, outputText);
+      // A core package's example takes the two ends of any LLP connection (it names no transport: the
+      // dependency rule): it runs here over the loopback LLP.
+      const driver = /^export async function example\(/m.test(e.code)
+        ? "\nconst [a, b] = await (await import('@rddp/llp-loopback')).createLoopbackPair();\nawait example(a, b);\n"
+        : '';
+      writeFileSync(path, outputText + driver);
       const r = run(process.execPath, [relative(work, path)], work, 60_000);
       expect(r.status, `${e.where} exited ${r.status ?? r.signal}:\n${r.stdout}\n${r.stderr}`).toBe(0);
+      if (driver) expect(r.stdout.trim(), `${e.where}: example() ran and printed`).not.toBe('');
     }, 90_000);
   }
 });

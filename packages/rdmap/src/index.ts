@@ -7,22 +7,24 @@
  * @example An RDMA Write and a Send between two RdmapStreams (RFC 5040 §5.1, §5.3)
  * ```ts
  * import { Access, StagTable } from '@rddp/ddp';
- * import { createLoopbackPair } from '@rddp/llp-loopback';
+ * import type { LlpConnection } from '@rddp/llp';
  * import { RdmapStream } from '@rddp/rdmap';
  * import { firstValueFrom } from 'rxjs';
  *
- * const [a, b] = await createLoopbackPair(); // any LLP connection
- * const [stagsA, stagsB] = [new StagTable(), new StagTable()]; // each host's STags (RFC 5040 §2.2)
- * const rdmap = new RdmapStream(a.streams[0], { profile: 'ietf', pdId: 1, stags: stagsA, ird: 8, ord: 8, role: 'initiator' });
- * const peer = new RdmapStream(b.streams[0], { profile: 'ietf', pdId: 1, stags: stagsB, ird: 8, ord: 8, role: 'responder' });
- * const sink = stagsB.register({ pdId: 1, buffer: new Uint8Array(64), access: Access.LocalWrite | Access.RemoteWrite });
- * peer.postReceive(new Uint8Array(4096), 'rx-0'); // a QN 0 buffer for the Send
- * const received = firstValueFrom(peer.completions$);
- * const hello = new TextEncoder().encode('hello');
- * rdmap.postSend({ op: { type: 'write', sinkStag: sink.stag, sinkTo: 0n, payload: [hello] } });
- * rdmap.postSend({ op: { type: 'send', payload: [hello], solicited: true } });
- * console.log(await received); // the Send's receive completion, after the Write was placed
- * await rdmap.close();
+ * // `a` and `b`: the two ends of any LLP connection — MPA/TCP, SCTP, the loopback LLP, your own.
+ * export async function example(a: LlpConnection, b: LlpConnection): Promise<void> {
+ *   const [stagsA, stagsB] = [new StagTable(), new StagTable()]; // each host's STags (RFC 5040 §2.2)
+ *   const rdmap = new RdmapStream(a.streams[0], { profile: 'ietf', pdId: 1, stags: stagsA, ird: 8, ord: 8, role: 'initiator' });
+ *   const peer = new RdmapStream(b.streams[0], { profile: 'ietf', pdId: 1, stags: stagsB, ird: 8, ord: 8, role: 'responder' });
+ *   const sink = stagsB.register({ pdId: 1, buffer: new Uint8Array(64), access: Access.LocalWrite | Access.RemoteWrite });
+ *   peer.postReceive(new Uint8Array(4096), 'rx-0'); // a QN 0 buffer for the Send
+ *   const received = firstValueFrom(peer.completions$);
+ *   const hello = new TextEncoder().encode('hello');
+ *   rdmap.postSend({ op: { type: 'write', sinkStag: sink.stag, sinkTo: 0n, payload: [hello] } });
+ *   rdmap.postSend({ op: { type: 'send', payload: [hello], solicited: true } });
+ *   console.log(await received); // the Send's receive completion, after the Write was placed
+ *   await rdmap.close();
+ * }
  * ```
  * @packageDocumentation
  */

@@ -7,23 +7,25 @@
  *
  * @example A Device, a protection domain and a QueuePair on each end: RDMA Write, then Send (RFC 5040 §5)
  * ```ts
- * import { createLoopbackPair } from '@rddp/llp-loopback';
+ * import type { LlpConnection } from '@rddp/llp';
  * import { Access, Device } from '@rddp/verbs';
  *
- * const [clientLink, serverLink] = await createLoopbackPair(); // any LLP connection
- * const [client, server] = [new Device().allocPd(), new Device().allocPd()];
- * const qp = client.createQp({ sendCq: client.device.createCq(), recvCq: client.device.createCq() });
- * const peer = server.createQp({ sendCq: server.device.createCq(), recvCq: server.device.createCq() });
- * qp.connect(clientLink); // the connection's role makes this end the initiator (RFC 5040 §6.1)
- * peer.connect(serverLink);
- * const target = server.registerMr(new Uint8Array(64), Access.LocalWrite | Access.RemoteWrite);
- * const inbox = server.registerMr(new Uint8Array(64), Access.LocalWrite);
- * const delivered = peer.recv(inbox.sge());
- * const data = client.registerMr(new TextEncoder().encode('hello'), 0);
- * await qp.write(data.sge(), target.remote()); // completes once handed to the LLP
- * await qp.send(data.sge());
- * console.log((await delivered).byteLen, new TextDecoder().decode(target.buffer.subarray(0, 5)));
- * await qp.close();
+ * // The two ends of any LLP connection — MPA/TCP, SCTP, the loopback LLP, your own.
+ * export async function example(clientLink: LlpConnection, serverLink: LlpConnection): Promise<void> {
+ *   const [client, server] = [new Device().allocPd(), new Device().allocPd()];
+ *   const qp = client.createQp({ sendCq: client.device.createCq(), recvCq: client.device.createCq() });
+ *   const peer = server.createQp({ sendCq: server.device.createCq(), recvCq: server.device.createCq() });
+ *   qp.connect(clientLink); // the connection's role makes this end the initiator (RFC 5040 §6.1)
+ *   peer.connect(serverLink);
+ *   const target = server.registerMr(new Uint8Array(64), Access.LocalWrite | Access.RemoteWrite);
+ *   const inbox = server.registerMr(new Uint8Array(64), Access.LocalWrite);
+ *   const delivered = peer.recv(inbox.sge());
+ *   const data = client.registerMr(new TextEncoder().encode('hello'), 0);
+ *   await qp.write(data.sge(), target.remote()); // completes once handed to the LLP
+ *   await qp.send(data.sge());
+ *   console.log((await delivered).byteLen, new TextDecoder().decode(target.buffer.subarray(0, 5)));
+ *   await qp.close();
+ * }
  * ```
  * @packageDocumentation
  */
