@@ -11,7 +11,7 @@ import { BehaviorSubject, type Observable, ReplaySubject, Subject } from 'rxjs';
 import type { AtomicResponseHeader } from './atomic.js';
 import { OutstandingAtomics } from './atomic.js';
 import type { RdmapError } from './errors.js';
-import type { ReadRequestHeader } from './header.js';
+import { encodeControl, type ReadRequestHeader } from './header.js';
 import { RDMAP_OPCODES, type RdmapExtension, type RdmapVersion } from './opcode.js';
 import { OutstandingReads } from './read.js';
 import { canTransition, type RdmapStreamState } from './state.js';
@@ -203,7 +203,7 @@ export class StreamState {
     const tagged = new Uint8Array(256);
     const untagged = Array.from({ length: this.queueCount }, () => new Uint8Array(256));
     for (const row of RDMAP_OPCODES) {
-      const c = ((this.rv & 0b11) << 6) | row.opcode;
+      const c = encodeControl(this.rv, row.opcode);
       this.control[row.opcode] = c;
       // Exactly the segments the receive checks (rx-check.ts) accept with no state beyond the region.
       if (row.receive === 'write') tagged[c] = Access.RemoteWrite;

@@ -10,7 +10,7 @@
  * and Atomic Responses, sent in Request order with the Read Responses. The queue's bookkeeping (what is
  * outstanding, completions, the flush) is in send-queue.ts.
  */
-import { MAX_U64, stagHex, TWO_32, TWO_64, type UntaggedSend } from '@rddp/ddp';
+import { MAX_U64, stagHex, TWO_64, type UntaggedSend } from '@rddp/ddp';
 import { ATOMIC_OPERAND_LENGTH, AtomicOpcode, encodeAtomicRequestOf } from './atomic.js';
 import {
   LocalProtectionError,
@@ -22,7 +22,7 @@ import {
   RdmapMessageTooLongError,
   RdmapStateError,
 } from './errors.js';
-import { encodeReadRequest } from './header.js';
+import { encodeReadRequest, encodeUntaggedRsvdUlp } from './header.js';
 import { encodeImmediateData } from './immediate.js';
 import { ExtensionOpcode, type RdmapExtension, RdmapOpcode, RdmapQueue } from './opcode.js';
 import { sendResponse } from './responses.js';
@@ -253,7 +253,7 @@ function submit(st: StreamState, e: SqEntry): void {
       st.nextRequestId = (requestId + 1) % MSN_MODULO;
       const header = encodeAtomicRequestOf(op, requestId);
       st.atomics.add({ token: e, requestId });
-      const rsvd = (st.control[ExtensionOpcode.AtomicRequest] as number) * TWO_32;
+      const rsvd = encodeUntaggedRsvdUlp(st.control[ExtensionOpcode.AtomicRequest] as number);
       const req = counted(st, st.ddp.sendUntagged(RdmapQueue.ReadRequest, [header], rsvd, undefined, handedFn(st)));
       e.qn = RdmapQueue.ReadRequest; // RFC 7306: Atomic Requests share QN 1 (and IRD) with Read Requests
       e.msn = req.msn;
@@ -269,8 +269,7 @@ function submit(st: StreamState, e: SqEntry): void {
           : op.solicited
             ? RdmapOpcode.SendWithSolicitedEvent
             : RdmapOpcode.Send;
-      // The untagged RsvdULP (RFC 5040 §4.1): the control octet, then the Invalidate STag (or zero).
-      const rsvd = (st.control[opcode] as number) * TWO_32 + ((op.invalidateStag ?? 0) >>> 0);
+      const rsvd = encodeUntaggedRsvdUlp(st.control[opcode] as number, op.invalidateStag ?? 0);
       e.qn = RdmapQueue.Send;
       if (op.immediate === undefined) {
         try {
@@ -299,7 +298,7 @@ function submit(st: StreamState, e: SqEntry): void {
         srcStag: op.srcStag,
         srcTo: op.srcTo,
       });
-      const rsvd = (st.control[RdmapOpcode.RdmaReadRequest] as number) * TWO_32;
+      const rsvd = encodeUntaggedRsvdUlp(st.control[RdmapOpcode.RdmaReadRequest] as number);
       const req = counted(
         st,
         st.ddp.sendUntagged(RdmapQueue.ReadRequest, [encodeReadRequest(op)], rsvd, undefined, handedFn(st)),
@@ -333,7 +332,7 @@ function counted<T>(st: StreamState, sent: T): T {
 /** An Immediate Data (with SE) message on QN 0 (RFC 7306): its 64 bits are the whole payload. */
 function sendImmediate(st: StreamState, imm: ImmediateData): UntaggedSend {
   const opcode = imm.solicited ? ExtensionOpcode.ImmediateDataWithSolicitedEvent : ExtensionOpcode.ImmediateData;
-  const rsvd = (st.control[opcode] as number) * TWO_32;
+  const rsvd = encodeUntaggedRsvdUlp(st.control[opcode] as number);
   return counted(
     st,
     st.ddp.sendUntagged(RdmapQueue.Send, [encodeImmediateData(imm.data)], rsvd, undefined, handedFn(st)),
