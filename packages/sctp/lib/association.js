@@ -905,6 +905,10 @@ class Association extends EventEmitter {
       if (index >= 0) this.endpoint.associations.splice(index, 1)
 
       delete this.endpoint
+      // [rddp] every ending (SHUTDOWN COMPLETE, COMMUNICATION LOST, a local
+      // ABORT, a SHUTDOWN before ESTABLISHED) passes here once: 'destroyed'
+      // tells the owner the endpoint holds one association fewer
+      this.emit('destroyed')
     }
   }
 

@@ -480,10 +480,9 @@ class Server extends EventEmitter {
             association.ABORT()
             return
           }
-          // [rddp] the endpoint goes with the last association of a closed server
-          const ended = () => setImmediate(() => this._releaseWhenIdle())
-          association.once('SHUTDOWN COMPLETE', ended)
-          association.once('COMMUNICATION LOST', ended)
+          // [rddp] the endpoint goes with the last association of a closed
+          // server, however that association ended (a local abort included)
+          association.once('destroyed', () => setImmediate(() => this._releaseWhenIdle()))
           // TODO other params
           const socket = new Socket({ ppid: this.ppid })
           socket.establish(endpoint, association)

@@ -86,6 +86,29 @@ describe.skipIf(!rawAvailable())('raw IP mode: the process exits once the last a
     expect(r.stdout).toBe('data over raw IP\nend\nsecond end\n');
   }, 15_000);
 
+  it('the server closes, then aborts its last association itself: the process exits 0 by itself', async () => {
+    const p = port();
+    // A local ABORT (RFC 4960 §9.1) sends no SHUTDOWN COMPLETE and loses no communication: the endpoint must
+    // still go with it.
+    const source = `
+const sctp = require(${JSON.stringify(lib)});
+const server = sctp.createServer((sock) => {
+  sock.on('error', () => {});
+  sock.on('data', (d) => { console.log('data', String(d)); server.close(); sock.destroy(); });
+});
+server.listen({ port: ${p}, host: '127.0.0.1' }, () => {
+  const client = sctp.connect({ host: '127.0.0.1', port: ${p}, localAddress: ['127.0.0.1'] });
+  client.on('error', () => {});
+  client.on('close', () => console.log('client closed'));
+  client.on('connect', () => client.write(Buffer.from('then abort')));
+});
+`;
+    const r = await run(source, 10_000);
+    expect(r.running, `still running: ${r.stdout}${r.stderr}`).toBe(false);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('data then abort\n');
+  }, 15_000);
+
   it('a server still listening keeps the process (and its raw sockets)', async () => {
     const r = await run(program(port(), ''), 2_000);
     expect(r.stdout).toBe('data over raw IP\nend\n');
