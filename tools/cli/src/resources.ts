@@ -32,12 +32,6 @@ export function toolIpv6SourcePrefix(): number | undefined {
   return ipv6SourcePrefix;
 }
 
-/** `--memory-budget`'s quick check here (digits, an optional unit); parseOctets decides in the hook. */
-function octets(v: string): string {
-  if (!/^\s*\d+(?:\.\d+)?\s*[kmgt]?(?:i?b)?\s*$/i.test(v)) throw new InvalidArgumentError(MEMORY_BUDGET_HINT);
-  return v;
-}
-
 function prefixBits(v: string): string {
   const n = Number(v);
   if (v.trim() === '' || !Number.isInteger(n) || n < 0 || n > 128)
@@ -59,7 +53,7 @@ export function addResourceFlags(program: Command): void {
       new Option(
         '--memory-budget <size>',
         `octets this process may hold for peers, all connections and tools together (default ${HELP_DEFAULT_MEMORY_BUDGET / 1024 ** 3}g, or RDDP_MEMORY_BUDGET); one source may hold a quarter`,
-      ).argParser(octets),
+      ),
     );
     // rping -P has its own, for its clients; the transports take the same value.
     if (!cmd.options.some((x) => x.long === '--ipv6-source-prefix'))

@@ -14,9 +14,12 @@ import { OpWindow } from '../perf/window.js';
 /** RDMAP control octet of an RDMA Write: RV=1 (bits 0-1 = 01), opcode 0000 (RFC 5040 §4.2). */
 export const RDMA_WRITE_CONTROL = 0x40;
 
-/** A stack on MPA/TCP with `params` on both ends. */
-export function mpaStack(params: MpaParams): Stack {
-  return createStack(mpaTcpModule({ params }), { connectParams: params, listenParams: params });
+/** A stack on MPA/TCP with `params` on both ends (receive arenas from `memoryBudget`, default the process's). */
+export function mpaStack(params: MpaParams, memoryBudget?: MemoryBudget): Stack {
+  return createStack(mpaTcpModule({ params, ...(memoryBudget ? { memoryBudget } : {}) }), {
+    connectParams: params,
+    listenParams: params,
+  });
 }
 
 export async function mpaPair(
@@ -148,11 +151,7 @@ const ARENAS_PER_CONNECTION_PAIR = 512 * 1024;
 export async function connectionSetup(n: number): Promise<number> {
   // Both ends are this process and one source (127.0.0.1): the figure gets a budget of its own that lets
   // one source hold all 2n receive arenas (the process budget gives a source a quarter).
-  const params = { crc: true };
-  const stack = createStack(
-    mpaTcpModule({ params, memoryBudget: new MemoryBudget({ limit: n * ARENAS_PER_CONNECTION_PAIR, sourceShare: 1 }) }),
-    { connectParams: params, listenParams: params },
-  );
+  const stack = mpaStack({ crc: true }, new MemoryBudget({ limit: n * ARENAS_PER_CONNECTION_PAIR, sourceShare: 1 }));
   const listener = await stack.listen({ host: '127.0.0.1', port: 0 });
   const held: LlpConnection[] = [];
   listener.connections$.subscribe((c) => held.push(c));

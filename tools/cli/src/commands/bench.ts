@@ -102,11 +102,11 @@ export async function connectionFigure(
   });
 }
 
-/** Milliseconds from spawning `node <args>` to its exit (it must exit 0). */
+/** Milliseconds from spawning `node <args>` to its exit (it must exit 0, within 60 s). */
 function spawnMs(args: readonly string[]): Promise<number> {
   const t0 = performance.now();
   return new Promise<number>((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: 'ignore' });
+    const child = spawn(process.execPath, args, { stdio: 'ignore', timeout: 60_000 });
     child.on('error', reject);
     child.on('exit', (code) =>
       code === 0 ? resolve(performance.now() - t0) : reject(new Error(`node ${args.join(' ')} exited ${code}`)),
