@@ -134,13 +134,15 @@ describe('MPA/TCP listener: a share per source, one budget per process', () => {
     const gc = vm.runInNewContext('gc') as () => void;
     gc();
     const before = process.memoryUsage().arrayBuffers;
+    // Under load the idle sweep can run during that gc(): then the baseline already lacks the arena.
+    const baselineHoldsArena = server.stream.readStats.shrinks === 0;
     // Idle: within two sweeps the arena is given back (the next read goes into a 4 KiB buffer), and the
     // budget holds what a first arena takes again.
     await until(() => server.stream.readStats.shrinks >= 1, 4 * IDLE_SHRINK_MS + 2000);
     expect(server.stream.readStats.arenaSize).toBe(0);
     // The grown arena is garbage now: Node's pending read buffer moved to the new one.
     gc();
-    expect(before - process.memoryUsage().arrayBuffers).toBeGreaterThan(grown.arenaSize / 2);
+    if (baselineHoldsArena) expect(before - process.memoryUsage().arrayBuffers).toBeGreaterThan(grown.arenaSize / 2);
     expect(budget.usedBy(sourceKey('127.0.0.2'))).toBe(arenaFootprint(ARENA_INITIAL));
     // Reading goes on into the new arena, every octet intact.
     await burst(100);
