@@ -35,7 +35,7 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
     term: 'bench [options]',
     description:
       'benchmark suite: each figure against its baseline measured alternately in the same run (median of rounds)',
-    load: () => import('./commands/bench.js').then((m) => m.registerBench),
+    load: () => import('./commands/bench-command.js').then((m) => m.registerBench),
   },
   rping: {
     term: 'rping [options]',
@@ -57,7 +57,7 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
     term: 'sctp-experiment [options]',
     description:
       'multi-stream SCTP: aggregate and per-stream RDMA Write bandwidth, and Send latency on a separate stream under that load',
-    load: () => import('./commands/sctp-experiment.js').then((m) => m.registerSctpExperiment),
+    load: () => import('./commands/sctp-experiment-command.js').then((m) => m.registerSctpExperiment),
   },
   experiment: {
     term: 'experiment [options]',
@@ -75,12 +75,12 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
     term: 'attack [options] [names...]',
     description:
       'put a long-running server (its own process) under a hostile peer, with an honest client throughout; checks RSS, handles and the honest client',
-    load: () => import('./commands/attack.js').then((m) => m.registerAttack),
+    load: () => import('./commands/attack-command.js').then((m) => m.registerAttack),
   },
   'attack-target': {
     term: 'attack-target [options]',
     description: '',
-    load: () => import('./commands/attack.js').then((m) => m.registerAttack),
+    load: () => import('./commands/attack-command.js').then((m) => m.registerAttack),
   },
   conformance: {
     term: 'conformance [options]',

@@ -1,7 +1,8 @@
 /** Benchmark results: one JSON object per figure, a Markdown table, an SVG chart. */
 import { humanSize, lineChartSvg } from '../charts/line-chart.js';
+import { BENCH_TABLES, type BenchTable } from './limits.js';
 
-export { humanSize };
+export { BENCH_TABLES, type BenchTable, humanSize };
 
 export interface Figure {
   readonly name: string;
@@ -28,9 +29,6 @@ export interface Figure {
    */
   readonly rounds?: readonly [number, number];
 }
-
-export const BENCH_TABLES = ['headline', 'ddp', 'cost', 'sctp'] as const;
-export type BenchTable = (typeof BENCH_TABLES)[number];
 
 const TABLE_TITLES: Record<BenchTable, string> = {
   headline: 'Headline: `rddp perf` between two processes, through verbs, against two-process baselines',

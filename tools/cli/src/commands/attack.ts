@@ -10,11 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { LlpConnection } from '@rddp/llp';
 import { udp } from '@rddp/llp-udp';
-import type { Command } from 'commander';
-import { ATTACKS, type Attack, attackNamed } from '../attack/attacks.js';
-import { runAttackTarget, type TargetPorts, type TargetStats } from '../attack/target.js';
-import { integerIn } from '../flags.js';
-import { toolTransport, UsageError } from '../transports.js';
+import type { Attack } from '../attack/attacks.js';
+import type { TargetPorts, TargetStats } from '../attack/target.js';
+import { toolTransport } from '../transports.js';
 import { rpingClient } from './rping.js';
 
 export interface AttackResult {
@@ -229,64 +227,4 @@ export async function runAttack(
   }
 }
 
-export function registerAttack(program: Command): void {
-  program
-    .command('attack')
-    .description(
-      'put a long-running server (its own process) under a hostile peer, with an honest client throughout; checks RSS, handles and the honest client',
-    )
-    .argument('[names...]', `attacks to run (default all): ${ATTACKS.map((a) => a.name).join(', ')}`)
-    .option('--seconds <n>', 'how long each attack runs', integerIn(1, 86_400), '60')
-    .option('--budget <MiB>', 'allowed RSS and heap growth of the server under attack', integerIn(1, 65_536), '32')
-    .option(
-      '--target-memory <MiB>',
-      "the server's --memory-budget: its RSS may rise at most this much under any attack",
-      integerIn(16, 65_536),
-      '256',
-    )
-    .option(
-      '--settle <n>',
-      'seconds allowed for handles to return to the baseline after the attacker left',
-      integerIn(0, 3600),
-      '15',
-    )
-    .option('--json', 'one JSON object per attack instead of the table')
-    .action(
-      async (
-        names: string[],
-        opts: { seconds: string; budget: string; settle: string; targetMemory: string; json?: boolean },
-      ) => {
-        const seconds = Number(opts.seconds);
-        const targetMemoryMiB = Number(opts.targetMemory);
-        const budgetMiB = Number(opts.budget);
-        const settleSeconds = Number(opts.settle);
-        const chosen = names.length === 0 ? ATTACKS : names.map((n) => attackNamed(n));
-        const unknown = names.filter((_, i) => chosen[i] === undefined);
-        if (unknown.length > 0)
-          throw new UsageError(
-            `unknown attack ${unknown.join(', ')} (one of: ${ATTACKS.map((a) => a.name).join(', ')})`,
-          );
-        const results: AttackResult[] = [];
-        for (const a of chosen as Attack[]) {
-          const r = await runAttack(a, { seconds, budgetMiB, settleSeconds, targetMemoryMiB }, (s) =>
-            opts.json ? undefined : process.stderr.write(`${s}\n`),
-          );
-          results.push(r);
-          if (opts.json) console.log(JSON.stringify(r));
-        }
-        if (!opts.json) {
-          console.log(
-            'attack               s   hostile  RSS before    step  growth  heap growth  handles  honest ops  longest stall  verdict\n' +
-              results
-                .map(
-                  (r) =>
-                    `${r.attack.padEnd(18)} ${String(r.seconds).padStart(3)} ${String(r.hostileUnits).padStart(9)} ${r.rssBeforeMiB.toFixed(1).padStart(6)} MiB ${r.rssStepMiB.toFixed(1).padStart(7)} ${r.rssGrowthMiB.toFixed(1).padStart(7)} ${r.heapGrowthMiB.toFixed(1).padStart(12)} ${`${r.handlesBefore}→${r.handlesAfter}`.padStart(8)} ${String(r.honestOps).padStart(11)} ${`${r.honestLongestStallMs} ms`.padStart(14)}  ${r.ok ? 'ok' : `FAIL: ${r.reasons.join('; ')}`}`,
-                )
-                .join('\n'),
-          );
-        }
-        if (results.some((r) => !r.ok)) process.exitCode = 1;
-      },
-    );
-  program.command('attack-target', { hidden: true }).action(() => runAttackTarget());
-}
+export { registerAttack } from './attack-command.js';

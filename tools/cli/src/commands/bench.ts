@@ -4,7 +4,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LlpStream } from '@rddp/llp';
 import type { MpaParams } from '@rddp/llp-mpa-tcp';
-import type { Command } from 'commander';
 import { copyLoopBandwidth, rawTcpBandwidth, rawTcpConnections, rawTcpPingPong } from '../bench/baselines.js';
 import {
   connectionSetup,
@@ -16,8 +15,14 @@ import {
 } from '../bench/figures.js';
 import { costFigures, costRuns, headlineFigures, headlineRuns } from '../bench/headline.js';
 import {
+  BENCH_MAX_ROUNDS,
+  BENCH_MAX_SCALE,
+  BENCH_MAX_WARMUP_S,
+  BENCH_MIN_SCALE,
   BENCH_TABLES,
   type BenchTable,
+} from '../bench/limits.js';
+import {
   type Figure,
   figureLine,
   humanSize,
@@ -31,7 +36,6 @@ import {
 import { anchorsHere, sctpAnchorFigures, sctpAnchorRuns } from '../bench/sctp-anchors.js';
 import { median } from '../bench/stats.js';
 import { iperf3Installed } from '../bench/two-process.js';
-import { integerIn, numberIn } from '../flags.js';
 import { type ProgressSink, startProgress } from '../progress.js';
 import { UsageError } from '../transports.js';
 
@@ -47,13 +51,7 @@ export interface BenchOptions {
   scale?: string;
 }
 
-/** `--scale` range: a millionth of a run to ten runs. */
-export const BENCH_MIN_SCALE = 1e-6;
-export const BENCH_MAX_SCALE = 10;
-
-/** `--rounds` range: at least one round (a median of nothing is no figure). */
-export const BENCH_MAX_ROUNDS = 1000;
-export const BENCH_MAX_WARMUP_S = 3600;
+export { BENCH_MAX_ROUNDS, BENCH_MAX_SCALE, BENCH_MAX_WARMUP_S, BENCH_MIN_SCALE };
 
 const MiB = 1 << 20;
 
@@ -324,38 +322,4 @@ async function benchFigures(
   for (const flag of ['--help', '--version'] as const) add({ ...(await startupFigure(plan, flag)), table: 'ddp' });
 }
 
-export function registerBench(program: Command): void {
-  program
-    .command('bench')
-    .description(
-      'benchmark suite: each figure against its baseline measured alternately in the same run (median of rounds)',
-    )
-    .option('--json', 'one JSON object per figure: {"name","unit","value","baseline","ratio"}')
-    .option('--out <dir>', 'also write bench.md, bench.jsonl and bandwidth.svg there')
-    .option(
-      '--rounds <n>',
-      `alternating rounds per figure (medians of both sides; 1..${BENCH_MAX_ROUNDS})`,
-      integerIn(1, BENCH_MAX_ROUNDS),
-      '9',
-    )
-    .option(
-      '--warmup <seconds>',
-      'unrecorded warm-up per subject and baseline before its rounds',
-      numberIn(0, BENCH_MAX_WARMUP_S),
-      '1',
-    )
-    .option(
-      '--quick',
-      'an eighth of the data, for a fast look: figures not comparable with the targets (no met/MISSED)',
-    )
-    .option('--tables <list>', `tables to run, comma-separated: ${BENCH_TABLES.join(', ')} (default all)`)
-    .option(
-      '--scale <fraction>',
-      `data volume and round trips relative to a full run, ${BENCH_MIN_SCALE}..${BENCH_MAX_SCALE} (with --quick: of its eighth)`,
-    )
-    .addHelpText('after', '\nExamples:\n  rddp bench --json\n  rddp bench --out bench-results --rounds 3')
-    .action(async (o: BenchOptions) => {
-      const figures = await runBench(o, (s) => console.log(s));
-      if (!o.json) console.log(`\n${toMarkdown(figures, { quick: o.quick })}`);
-    });
-}
+export { registerBench } from './bench-command.js';

@@ -7,17 +7,17 @@
  * Exit status: 0 decoded, nothing to reject; 3 decoded, findings to reject; 1 unreadable input (also a
  * file over --max-capture-bytes, refused before reading, or a FIFO/device cut there); 2 usage.
  */
-import {
-  DEFAULT_MAX_REPORT_ENTRIES,
-  DEFAULT_MAX_STATE_OCTETS,
-  dissectExitStatus,
-  dissectFile,
-  formatDissectJson,
-  formatDissectText,
-  MAX_CAPTURE_BYTES,
-} from '@rddp/conformance';
 import type { Command } from 'commander';
 import { integerIn, integerListIn } from '../flags.js';
+
+// @rddp/conformance's defaults, re-declared so that `rddp dissect --help` loads no decoder (issue 37);
+// tools/cli/test/help-loads.test.ts checks they equal the package's.
+/** Events, findings and connection summaries kept in the report, each (the dissector's default). */
+export const DEFAULT_MAX_REPORT_ENTRIES = 10_000;
+/** Decoding state held at once, estimated (the dissector's default). */
+export const DEFAULT_MAX_STATE_OCTETS = 64 << 20;
+/** Most octets of a capture read (the dissector's default). */
+export const MAX_CAPTURE_BYTES = 1 << 30;
 
 export function registerDissect(program: Command): void {
   program
@@ -88,6 +88,9 @@ export function registerDissect(program: Command): void {
           mpaPort?: string;
         },
       ) => {
+        const { dissectExitStatus, dissectFile, formatDissectJson, formatDissectText } = await import(
+          '@rddp/conformance'
+        );
         const ports = (s?: string) => (s === undefined ? [] : s.split(',').map((x) => Number(x.trim())));
         const report = await dissectFile(file, {
           ...(o.maxUlpdu !== undefined ? { maxUlpdu: Number(o.maxUlpdu) } : {}),

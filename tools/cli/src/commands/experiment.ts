@@ -12,9 +12,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_MAPPINGS, MAPPINGS } from '../experiment/mappings.js';
-import { topologyUnavailable } from '../experiment/topology.js';
 import { integerIn, numberIn, positiveUpTo } from '../flags.js';
-import { UsageError } from '../transports.js';
 
 /** A comma-separated list of numbers in min..max. */
 function numberListIn(min: number, max: number): (v: string) => string {
@@ -119,7 +117,11 @@ Examples:
     )
     .action(async (raw: Raw) => {
       if (raw.role) return runRole(raw.role, raw.spec);
-      const { runExperimentCommand } = await import('../experiment/command.js');
+      const [{ runExperimentCommand }, { topologyUnavailable }, { UsageError }] = await Promise.all([
+        import('../experiment/command.js'),
+        import('../experiment/topology.js'),
+        import('../transports.js'),
+      ]);
       const known: readonly string[] = MAPPINGS;
       const mappings =
         raw.mappings === undefined ? DEFAULT_MAPPINGS : raw.mappings === 'all' ? MAPPINGS : raw.mappings.split(',');

@@ -7,14 +7,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
 import { type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
-import type { Command } from 'commander';
 import { firstValueFrom } from 'rxjs';
 import { summarizeLatency } from '../bench/stats.js';
 import { sctpBandwidthChart, sctpLatencyChart } from '../charts/tool-charts.js';
-import { integerIn, integerListIn } from '../flags.js';
 import { type PerfResult, perfClient, perfServe } from '../perf/engine.js';
 import { octets, type ProgressSink, startProgress, tapCompletions } from '../progress.js';
-import { type ToolTransport, toolTransport, UsageError } from '../transports.js';
+import { type ToolTransport, toolTransport } from '../transports.js';
 
 export interface ExperimentRow {
   readonly streams: number;
@@ -132,39 +130,4 @@ export function experimentLine(r: ExperimentRow): string {
 
 export const EXPERIMENT_HEADER = ' #bulk   aggregate[MB/s]  min[MB/s]  max[MB/s]  ping p50[us]  ping p99[us]  verified';
 
-export function registerSctpExperiment(program: Command): void {
-  program
-    .command('sctp-experiment')
-    .description(
-      'multi-stream SCTP: aggregate and per-stream RDMA Write bandwidth, and Send latency on a separate stream under that load',
-    )
-    .option('--streams <list>', 'bulk stream counts to try (comma-separated)', integerListIn(1, 1000), '1,2,4,8')
-    .option('-s, --size <octets>', 'RDMA Write size on the bulk streams', integerIn(1, 16 << 20), '16384')
-    .option('-n, --iters <n>', 'Writes per bulk stream', integerIn(1, 1e9), '200')
-    .option('--pings <n>', '64-octet Send ping-pongs on stream 0 during the run', integerIn(1, 1e9), '100')
-    .option('--json', 'one JSON object per line')
-    .option('--out <dir>', 'also write the table and its charts there (sctp-experiment.txt, sctp-*.svg)')
-    .addHelpText('after', '\nExample:\n  rddp sctp-experiment --streams 1,4,16 --json')
-    .action(
-      async (raw: { streams: string; size: string; iters: string; pings: string; json?: boolean; out?: string }) => {
-        const counts = raw.streams.split(',').map((x) => Number(x));
-        if (counts.some((x) => !Number.isInteger(x) || x < 1 || x > 1000))
-          throw new UsageError(`--streams must list counts in 1..1000 (got ${raw.streams})`);
-        const nums = [raw.size, raw.iters, raw.pings].map(Number);
-        if (nums.some((x) => !Number.isInteger(x) || x < 1))
-          throw new UsageError('-s, -n and --pings must be positive integers');
-        if (!raw.json) {
-          console.log('SCTP (RFC 5043, UDP encapsulation): one association, stream 0 pings while N streams write');
-          console.log(EXPERIMENT_HEADER);
-        }
-        const rows = await runExperiment(
-          counts,
-          { size: nums[0] as number, iters: nums[1] as number, pings: nums[2] as number },
-          (r) => console.log(raw.json ? JSON.stringify(r) : experimentLine(r)),
-          {},
-        );
-        if (raw.out) await writeExperimentOut(raw.out, rows);
-        if (rows.some((r) => !r.verified)) process.exitCode = 1;
-      },
-    );
-}
+export { registerSctpExperiment } from './sctp-experiment-command.js';
