@@ -145,15 +145,50 @@ export function sendPathOf(c: LlpConnection): string | undefined {
 }
 
 /**
- * What decides an MPA/TCP connection's figures besides its negotiated parameters (issue 37): the CRC32c
- * backend, the send path, the congestion control; undefined on the other transports.
+ * What an MPA/TCP connection negotiated (RFC 5044 §7.1) and runs, in the words `rping -d` and perf's header
+ * print (issue 37); undefined on the other transports.
  */
-export function mpaRunNote(c: LlpConnection): string | undefined {
-  const path = sendPathOf(c);
-  if (path === undefined) return undefined;
-  const n = (c.setup as { negotiated?: { crc?: unknown } }).negotiated;
+export interface MpaRun {
+  /** `1`, or `1 (RDMA Consortium profile)`. */
+  readonly revision: string;
+  /** `not sent, received`: Markers towards the peer, then from it. */
+  readonly markers: string;
+  /** `on (<CRC32c backend>)` or `off`. */
+  readonly crc: string;
+  readonly sendPath: string;
+  readonly congestion: string;
+}
+
+export function mpaRunOf(c: LlpConnection): MpaRun | undefined {
+  const n = (c.setup as { negotiated?: Record<string, unknown> } | undefined)?.negotiated;
+  const sendPath = sendPathOf(c);
+  if (n === undefined || typeof n.revision !== 'number' || sendPath === undefined) return undefined;
   const cc = (c as { congestionControl?: unknown }).congestionControl;
-  return `CRC ${n?.crc ? `on (${crc32cBackend})` : 'off'}, send path ${path}, congestion ${typeof cc === 'string' ? cc : "the system's"}`;
+  return {
+    revision: `${n.revision}${n.rdmac ? ' (RDMA Consortium profile)' : ''}`,
+    markers: `${n.markersTx ? 'sent' : 'not sent'}, ${n.markersRx ? 'received' : 'not received'}`,
+    crc: n.crc ? `on (${crc32cBackend})` : 'off',
+    sendPath,
+    congestion: typeof cc === 'string' ? cc : "the system's",
+  };
+}
+
+/** `rping -d`'s line of `mpaRunOf`: the CRC32c backend, the send path, the congestion control. */
+export function mpaRunNote(c: LlpConnection): string | undefined {
+  const r = mpaRunOf(c);
+  return r && `CRC ${r.crc}, send path ${r.sendPath}, congestion ${r.congestion}`;
+}
+
+/** perf's header lines of `mpaRunOf` (empty on the other transports). */
+export function mpaLines(c: LlpConnection): string[] {
+  const r = mpaRunOf(c);
+  if (r === undefined) return [];
+  return [
+    ` MPA revision   : ${r.revision}    Markers: ${r.markers}`,
+    ` CRC            : ${r.crc}`,
+    ` Send path      : ${r.sendPath}`,
+    ` Congestion     : ${r.congestion}`,
+  ];
 }
 
 /** The MPA flags, refused on the other transports. */

@@ -18,6 +18,11 @@ async function server(args: string[]): Promise<{ port: string; s: ReturnType<typ
   return { port, s };
 }
 
+/** A table header's MPA lines (revision and Markers, CRC, send path, congestion) and its Transport line. */
+function mpaHeader(out: string): string[] {
+  return out.split('\n').filter((l) => /^ (MPA revision|CRC|Send path|Congestion)\s+:/.test(l));
+}
+
 interface QpsJson {
   verified: boolean;
   qps: number;
@@ -135,17 +140,26 @@ describe('rddp perf --workers N: N server processes behind one port', () => {
     // The primary's table names the worker that served each QP.
     const served = new Set([...sr.out.matchAll(/server pid (\d+)/g)].map((m) => Number(m[1])));
     expect(served).toEqual(pids);
+    // The primary's header has the MPA lines its workers' connections ran, as a two-process client's has.
+    expect(mpaHeader(sr.out)).toHaveLength(4);
+    expect(sr.out).toMatch(/MPA revision\s+: 1\s+Markers: not sent, not received/);
   }, 60_000);
 
   it('--workers 2 --persistent serves clients one after another until SIGTERM, then exits 0', async () => {
     const { port, s } = await server(['write_bw', '--workers', '2', '--persistent']);
+    const clients: string[] = [];
     for (let i = 0; i < 2; i++) {
       const c = await run(['perf', 'write_bw', '127.0.0.1', '-p', port, '-n', '20', '-s', '4096']).done;
       expect(c.code).toBe(0);
+      clients.push(c.out);
     }
     s.child.kill('SIGTERM');
     const sr = await s.done;
     expect(sr.code).toBe(0);
     expect(sr.err.match(/worker \d+ served a client/g)).toHaveLength(2);
+    // Each client's header, as its worker's connection gives it, printed by the primary (issue 37).
+    const mine = mpaHeader(clients.join(''));
+    expect(mine).toHaveLength(8);
+    expect(mpaHeader(sr.out)).toEqual(mine);
   }, 60_000);
 });

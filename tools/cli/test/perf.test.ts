@@ -2,16 +2,11 @@ import { loopbackModule } from '@rddp/llp-loopback';
 import { createStack, type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
 import { type CompletionQueue, Device } from '@rddp/verbs';
 import { describe, expect, it } from 'vitest';
+import { quantile, sorted, summarizeLatency } from '../src/bench/stats.js';
 import { perfLoopback, perfParams, printHeader } from '../src/commands/perf.js';
-import {
-  CQ_MOD_SIZE_LIMIT,
-  cqModFor,
-  DEFAULT_TX_DEPTH,
-  PERF_TESTS,
-  perfClient,
-  perfServe,
-} from '../src/perf/engine.js';
-import { allSizes } from '../src/perf/format.js';
+import { cqModFor, PERF_TESTS, perfClient, perfServe } from '../src/perf/engine.js';
+import { allSizes, perfLatency } from '../src/perf/format.js';
+import { CQ_MOD_SIZE_LIMIT, DEFAULT_TX_DEPTH } from '../src/perf/limits.js';
 import { toolTransport } from '../src/transports.js';
 import { freePort, run } from './procs.js';
 
@@ -100,6 +95,18 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
     );
     expect(() => toolTransport({ transport: 'sctp', sendPath: 'socket' })).toThrow(/--transport tcp only/);
   }, 60_000);
+
+  it("perfLatency: ib_send_lat's figures of unsorted samples, odd and even counts, and none", () => {
+    for (const n of [1, 2, 999, 1000]) {
+      const samples = Array.from({ length: n }, (_, i) => ((i * 7919) % 1013) + 0.25 * (i % 3));
+      const l = perfLatency(samples);
+      const mean = samples.reduce((a, b) => a + b, 0) / n;
+      const sd = Math.sqrt(samples.reduce((a, v) => a + (v - mean) ** 2, 0) / n);
+      expect(l).toEqual({ ...summarizeLatency(samples), stdev: l.stdev, p999: quantile(sorted(samples), 0.999) });
+      expect(l.stdev).toBeCloseTo(sd, 9);
+    }
+    expect(Object.values(perfLatency([])).every(Number.isNaN)).toBe(true);
+  });
 
   it('bad flags are typed usage errors', () => {
     expect(() => perfParams('write_bandwidth', { ...base, transport: 'tcp' })).toThrow(/unknown test/);

@@ -122,15 +122,33 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     expect(stdev).toBeGreaterThanOrEqual(0);
   }, 30_000);
 
-  it('`perf --loopback --out`: the chart title says both ends ran in one process, the table has the header', async () => {
+  it('`perf --loopback --out --report_gbits`: the saved table is the printed one, MPA lines too; the chart in Gb/sec', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'rddp-out-'));
     try {
-      const r = await cli(['perf', 'write_bw', '--loopback', '-n', '50', '--out', dir]).done;
+      const r = await cli(['perf', 'write_bw', '--loopback', '-n', '50', '--out', dir, '--report_gbits']).done;
       expect(r.code, r.err).toBe(0);
       const svg = await readFile(path.join(dir, 'write_bw.svg'), 'utf8');
       expect(svg).toContain('rddp perf write_bw over tcp, both ends in one process (--loopback)');
       const table = await readFile(path.join(dir, 'write_bw.txt'), 'utf8');
       expect(table).toMatch(/Device\s+: rddp0/);
+      // The header a two-process client prints: the MPA lines and the congestion control in Transport.
+      for (const line of [/MPA revision\s+: 1\s+Markers: /, /CRC\s+: on \(/, /Send path\s+: /, /Congestion\s+: /])
+        expect(table).toMatch(line);
+      expect(table).toBe(r.out);
+      // The chart in the table's unit: its axis and its highest tick (d3's nice bound over the peak) in Gb/sec.
+      expect(svg).toContain('Gb/sec (10^9 bits per second)');
+      expect(svg).not.toContain('MB/sec');
+      const ticks = [...svg.matchAll(/class="y-tick"[^>]*>([^<]*)</g)].map((m) => Number(m[1]?.replace(/,/g, '')));
+      const peak = Number(
+        table
+          .split('\n')
+          .find((l) => /^ 65536\s/.test(l))
+          ?.trim()
+          .split(/\s+/)[2],
+      );
+      expect(peak).toBeGreaterThan(0);
+      expect(Math.max(...ticks)).toBeGreaterThanOrEqual(peak);
+      expect(Math.max(...ticks)).toBeLessThan(peak * 3);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -161,6 +179,12 @@ describe('rddp rping: rping flags (issue 37)', () => {
     expect(client.err).not.toContain('-I 127.0.0.1: connected from');
     const served = await server.done;
     expect(served.err).toMatch(/rping: running CRC on/);
+    // perf's header says the same of its connection, in the same words (one function makes both).
+    const perf = await cli(['perf', 'write_bw', '--loopback', '-n', '10']).done;
+    const field = (name: string) => new RegExp(`^ ${name}\\s+: (.*)$`, 'm').exec(perf.out)?.[1];
+    expect(client.err).toContain(
+      `rping: running CRC ${field('CRC')}, send path ${field('Send path')}, congestion ${field('Congestion')}\n`,
+    );
   }, 30_000);
 
   it('-I with an address this host does not have, or on the server, is a usage error', async () => {

@@ -2,6 +2,7 @@
 import type { ExperimentRow } from '../commands/sctp-experiment.js';
 import type { SoakSample } from '../commands/soak.js';
 import type { PerfResult } from '../perf/engine.js';
+import { type BwUnit, inUnit } from '../perf/format.js';
 import { humanSize, lineChartSvg } from './line-chart.js';
 
 /**
@@ -10,7 +11,13 @@ import { humanSize, lineChartSvg } from './line-chart.js';
  * how the run was made (two processes or one, which LLP), so it should say. The average and the typical
  * latency are dashed and drawn on top: on a steady run they equal the peak and the p99.
  */
-export function perfChart(test: string, transport: string, results: readonly PerfResult[], title?: string): string {
+export function perfChart(
+  test: string,
+  transport: string,
+  results: readonly PerfResult[],
+  title?: string,
+  unit: BwUnit = 'MB',
+): string {
   const bw = results.filter((r) => r.kind === 'bw').map((r) => r.row);
   const lat = results.filter((r) => r.kind === 'lat').map((r) => r.row);
   title ??= `rddp perf ${test} over ${transport}`;
@@ -18,12 +25,13 @@ export function perfChart(test: string, transport: string, results: readonly Per
     return lineChartSvg({
       title,
       xLabel: 'message size (octets)',
-      yLabel: 'MB/sec (2^20 octets per second)',
+      // --report_gbits: the table's unit, as perftest counts it.
+      yLabel: unit === 'Gb' ? 'Gb/sec (10^9 bits per second)' : 'MB/sec (2^20 octets per second)',
       xScale: 'log2',
       xFormat: humanSize,
       series: [
-        { label: 'BW average', points: bw.map((r) => ({ x: r.bytes, y: r.avgMBps })), dashed: true },
-        { label: 'BW peak', points: bw.map((r) => ({ x: r.bytes, y: r.peakMBps })) },
+        { label: 'BW average', points: bw.map((r) => ({ x: r.bytes, y: inUnit(r.avgMBps, unit) })), dashed: true },
+        { label: 'BW peak', points: bw.map((r) => ({ x: r.bytes, y: inUnit(r.peakMBps, unit) })) },
       ],
     });
   return lineChartSvg({

@@ -5,15 +5,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LlpConnection } from '@rddp/llp';
-import { crc32cBackend } from '@rddp/llp-mpa-tcp';
 import type { Command } from 'commander';
 import { firstValueFrom, take } from 'rxjs';
 import { perfChart } from '../charts/tool-charts.js';
 import {
   aggregate,
-  CQ_MOD_SIZE_LIMIT,
   cqModFor,
-  PERF_MAX_OUTS,
   PERF_TESTS,
   type PerfClientOptions,
   type PerfParams,
@@ -24,24 +21,34 @@ import {
   perfDebug,
   perfServe,
 } from '../perf/engine.js';
-import { allSizes, type BwUnit, bwHeader, bwLine, latHeader, latLine, RULE } from '../perf/format.js';
 import {
-  MemoryBudget,
+  allSizes,
+  type BwUnit,
+  bwHeader,
+  bwLine,
+  latHeader,
+  latLine,
+  type PerfConnHeader,
+  RULE,
+} from '../perf/format.js';
+import { MemoryBudget, type PerfServerLimits, type PerfServerRun } from '../perf/hello.js';
+import {
+  CQ_MOD_SIZE_LIMIT,
+  PERF_DEFAULT_BIND,
   PERF_DEFAULT_MAX_MEMORY,
   PERF_DEFAULT_MAX_SIZE,
   PERF_MAX_DURATION_S,
   PERF_MAX_ITERS,
+  PERF_MAX_MESSAGE,
+  PERF_MAX_OUTS,
+  PERF_MAX_QPS,
   PERF_MAX_TX_DEPTH,
-  type PerfServerLimits,
-  type PerfServerRun,
-} from '../perf/hello.js';
-import { PERF_DEFAULT_BIND, PERF_MAX_MESSAGE, PERF_MAX_WARM_UP } from '../perf/limits.js';
-import { connectQps, PERF_MAX_QPS, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
+  PERF_MAX_WARM_UP,
+} from '../perf/limits.js';
+import { connectQps, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
 import { isPerfWorker, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
 import { octets, type Progress, type ProgressSink, startProgress } from '../progress.js';
-import { sendPathOf, type ToolTransport, toolTransport, transportLabelOf, UsageError } from '../transports.js';
-
-export { PERF_DEFAULT_BIND, PERF_MAX_WARM_UP };
+import { mpaLines, type ToolTransport, toolTransport, transportLabelOf, UsageError } from '../transports.js';
 
 export interface PerfOptions {
   port: string;
@@ -114,12 +121,13 @@ export interface PerfHeaderInfo {
   readonly streams?: number;
   /** `-R` was given. */
   readonly rdmaCm?: boolean;
-  /** The run's (client's or served) connection: its negotiated parameters and send path. */
-  readonly conn?: LlpConnection;
-  /** `--transport`. */
-  readonly transport?: string;
-  /** MPA's CRC32c backend (`crc32cBackend` of @rddp/llp-mpa-tcp); MPA/TCP only. */
-  readonly crcBackend?: string;
+  /** The run's (client's or served) connection: the MPA lines it gives and its transport label. */
+  readonly conn?: PerfConnHeader;
+}
+
+/** The header's words for connection `conn` on `--transport transport` (plain data: workers send it). */
+export function connHeader(transport: string, conn: LlpConnection): PerfConnHeader {
+  return { label: transportLabelOf(transport, conn), mpa: mpaLines(conn), streams: conn.streams.length };
 }
 
 function int(flag: string, v: string, min: number, max: number): number {
@@ -211,20 +219,6 @@ export function runProgress(
 /** rddp's one software device: what perftest's `Device` line names when `-d` names none. */
 export const PERF_DEVICE = 'rddp0';
 
-/** The MPA/TCP lines of the header: what the connection negotiated (RFC 5044 §7.1), its CRC backend and send path. */
-function mpaLines(h: PerfHeaderInfo): string[] {
-  const n = (h.conn?.setup as { negotiated?: Record<string, unknown> } | undefined)?.negotiated;
-  if (h.transport !== 'tcp' || h.conn === undefined || n === undefined || typeof n.revision !== 'number') return [];
-  const cc = (h.conn as { congestionControl?: unknown }).congestionControl;
-  const markers = `${n.markersTx ? 'sent' : 'not sent'}, ${n.markersRx ? 'received' : 'not received'}`;
-  return [
-    ` MPA revision   : ${n.revision}${n.rdmac ? ' (RDMA Consortium profile)' : ''}    Markers: ${markers}`,
-    ` CRC            : ${n.crc ? `on (${h.crcBackend ?? 'CRC32c'})` : 'off'}`,
-    ` Send path      : ${sendPathOf(h.conn) ?? '?'}`,
-    ` Congestion     : ${typeof cc === 'string' ? cc : "the system's"}`,
-  ];
-}
-
 export function printHeader(p: PerfParams, tt: string, print: (s: string) => void, h: PerfHeaderInfo = {}): void {
   print(RULE);
   print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
@@ -232,7 +226,7 @@ export function printHeader(p: PerfParams, tt: string, print: (s: string) => voi
     ` Device         : ${h.device === undefined ? `${PERF_DEVICE} (rddp's software device)` : `${h.device} (named by -d; rddp has one software device)`}`,
   );
   print(` Number of qps  : ${h.qps ?? 1}    Streams: ${h.streams ?? 1}`);
-  for (const l of mpaLines(h)) print(l);
+  for (const l of h.conn?.mpa ?? []) print(l);
   // perftest's -R picks rdma_cm over its out-of-band socket; rddp's ends always meet over the connection.
   print(` Data ex. method: over the connection (rdma_cm-style connect${h.rdmaCm ? '; -R: as asked' : ''})`);
   print(` Transport: ${tt}    TX depth: ${p.txDepth}    Verify: ${p.verify ? 'on' : 'off'}`);
@@ -258,16 +252,14 @@ export function unitOf(o: PerfOptions): BwUnit {
 }
 
 /** The header's information from the flags and, once there is one, the run's connection. */
-export function headerInfo(o: PerfOptions, more: { conn?: LlpConnection; qps?: number } = {}): PerfHeaderInfo {
+export function headerInfo(o: PerfOptions, more: { conn?: PerfConnHeader; qps?: number } = {}): PerfHeaderInfo {
   return {
     ...(o.ibDev !== undefined ? { device: o.ibDev } : {}),
     unit: unitOf(o),
     qps: more.qps ?? 1,
-    streams: more.conn?.streams.length ?? (o.streams === undefined ? 1 : Number(o.streams)),
+    streams: more.conn?.streams ?? (o.streams === undefined ? 1 : Number(o.streams)),
     ...(o.rdmaCm ? { rdmaCm: true } : {}),
     ...(more.conn ? { conn: more.conn } : {}),
-    transport: o.transport,
-    crcBackend: crc32cBackend,
   };
 }
 
@@ -345,13 +337,12 @@ function printResults(
   o: PerfOptions,
   results: readonly PerfResult[],
   print: (s: string) => void,
-  conn?: LlpConnection,
+  conn?: PerfConnHeader,
 ): void {
   if (!o.json && results.length) {
-    const label = conn ? transportLabelOf(o.transport, conn) : o.transport;
     printHeader(
       { ...perfParams(test, o), sizes: results.map((r) => r.row.bytes) },
-      label,
+      conn?.label ?? o.transport,
       print,
       headerInfo(o, conn ? { conn } : {}),
     );
@@ -383,13 +374,23 @@ export async function perfLoopback(
   print: (s: string) => void,
   progress?: ProgressSink,
 ): Promise<PerfResult[]> {
+  return (await loopbackRun(test, o, print, progress)).results;
+}
+
+/** `perfLoopback`, with the header it printed (what `--out` saves with the table). */
+async function loopbackRun(
+  test: string,
+  o: PerfOptions,
+  print: (s: string) => void,
+  progress?: ProgressSink,
+): Promise<{ results: PerfResult[]; header: PerfHeaderInfo }> {
   const p = perfParams(test, o);
   const tt = toolTransport(o);
   const n = streamCount(o, tt);
   const [client, server] = await connectPair(tt, o.transport === 'loopback' ? 1 : 0, n);
   perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
-  if (!o.json)
-    printHeader(p, transportLabelOf(transportLabel(o.transport, n), client), print, headerInfo(o, { conn: client }));
+  const header = headerInfo(o, { conn: connHeader(transportLabel(o.transport, n), client) });
+  if (!o.json) printHeader(p, header.conn?.label ?? o.transport, print, header);
   // Both ends are this user's: the server serves whatever the flags ask for.
   const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
   const served = perfServeStreams(server, tt, () => {}, { limits });
@@ -414,7 +415,7 @@ export async function perfLoopback(
   }
   await served;
   if (!o.json) print(RULE);
-  return results;
+  return { results, header };
 }
 
 /** `--warm-up <n>` as the client's option (latency and bandwidth tests). */
@@ -468,14 +469,14 @@ export async function writePerfOut(
   inProcess = false,
 ): Promise<string[]> {
   const table: string[] = [];
-  printHeader({ ...p, sizes: results.map((r) => r.row.bytes) }, transport, (s) => table.push(s), h);
+  printHeader({ ...p, sizes: results.map((r) => r.row.bytes) }, h.conn?.label ?? transport, (s) => table.push(s), h);
   for (const r of results) table.push(resultLine(r, h.unit));
   table.push(RULE);
   await mkdir(dir, { recursive: true });
   const files = [path.join(dir, `${p.test}.txt`), path.join(dir, `${p.test}.svg`)];
   await writeFile(files[0] as string, `${table.join('\n')}\n`);
   const title = `rddp perf ${p.test} over ${transport}${inProcess ? ', both ends in one process (--loopback)' : ', client and server processes'}`;
-  await writeFile(files[1] as string, perfChart(p.test, transport, results, title));
+  await writeFile(files[1] as string, perfChart(p.test, transport, results, title, h.unit));
   return files;
 }
 
@@ -509,10 +510,10 @@ export async function perfAction(
   if (o.loopback) {
     if (qps > 1) throw new UsageError('-q runs between two processes (without --loopback)');
     if (o.workers !== undefined) throw new UsageError('--workers applies to a server (without --loopback)');
-    const results = await perfLoopback(test, o, print, {});
+    const { results, header } = await loopbackRun(test, o, print, {});
     if (o.out) {
       const n = o.streams === undefined ? 1 : Number(o.streams);
-      await writePerfOut(o.out, perfParams(test, o), transportLabel(o.transport, n), results, headerInfo(o), true);
+      await writePerfOut(o.out, perfParams(test, o), transportLabel(o.transport, n), results, header, true);
     }
     return;
   }
@@ -530,9 +531,9 @@ export async function perfAction(
     if (workers > 1 || isPerfWorker()) {
       if (o.transport !== 'tcp') throw new UsageError('--workers serves MPA/TCP connections (--transport tcp)');
       if (isPerfWorker()) {
-        const serve = (conn: LlpConnection, options: PerfServeOptions) => {
+        const serve = async (conn: LlpConnection, options: PerfServeOptions) => {
           debugConn(conn);
-          return perfServeStreams(conn, tt, log, options);
+          return { results: await perfServeStreams(conn, tt, log, options), conn: connHeader(o.transport, conn) };
         };
         await runPerfWorker({ tt, host, port, options: { ...serveOptions, limits }, serve });
         return;
@@ -540,17 +541,19 @@ export async function perfAction(
       const stopped = o.persistent ? stopSignal() : undefined;
       const perQp: PerfResult[][] = [];
       const pids: number[] = [];
+      let served: PerfConnHeader | undefined;
       const failed = await runPerfPrimary({
         workers,
         connections: o.persistent ? undefined : qps,
         log,
         onListening: (at) =>
           console.error(`rddp perf: ${test} server listening on ${host}:${at} (${o.transport}, ${workers} workers)`),
-        onServed: (results, pid) => {
+        onServed: ({ results, conn }, pid) => {
           if (o.persistent) {
             log(`worker ${pid} served a client`);
-            printResults(test, o, results, print);
+            printResults(test, o, results, print, conn);
           } else {
+            served ??= conn;
             perQp.push(results);
             pids.push(pid);
           }
@@ -560,11 +563,11 @@ export async function perfAction(
       if (perQp.length)
         printQpsRows(
           p,
-          transportLabel(o.transport, 1),
+          served?.label ?? o.transport,
           qpsRows(perQp, pids),
           o.json,
           print,
-          headerInfo(o, { qps: perQp.length }),
+          headerInfo(o, { qps: perQp.length, ...(served ? { conn: served } : {}) }),
         );
       if (failed) log(`${failed} of ${o.persistent ? 'the' : qps} connections failed`);
       process.exit(failed && !o.persistent ? 1 : 0);
@@ -582,7 +585,7 @@ export async function perfAction(
         debugConn(conn);
         const peer = `${conn.remoteAddress.host}:${conn.remoteAddress.port}`;
         perfServeStreams(conn, tt, log, { ...serveOptions, budget }).then(
-          (results) => printResults(test, o, results, print, conn),
+          (results) => printResults(test, o, results, print, connHeader(o.transport, conn)),
           (e: Error) => log(`${peer}: ${e.message}`),
         );
       });
@@ -595,10 +598,12 @@ export async function perfAction(
       // -q N: N connections, each served as it comes, one --max-memory budget for all of them.
       const budget = new MemoryBudget(limits.maxMemory);
       const served: Promise<PerfResult[]>[] = [];
+      let first: PerfConnHeader | undefined;
       await new Promise<void>((resolve) =>
         listener.connections$.pipe(take(qps)).subscribe({
           next: (conn) => {
             debugConn(conn);
+            first ??= connHeader(o.transport, conn);
             const one = perfServeStreams(conn, tt, log, { ...serveOptions, budget });
             one.catch(() => {}); // settled below
             served.push(one);
@@ -613,14 +618,14 @@ export async function perfAction(
       if (ok.length)
         printQpsRows(
           p,
-          transportLabel(o.transport, 1),
+          first?.label ?? o.transport,
           qpsRows(
             ok,
             ok.map(() => process.pid),
           ),
           o.json,
           print,
-          headerInfo(o, { qps }),
+          headerInfo(o, { qps, ...(first ? { conn: first } : {}) }),
         );
       if (ok.length < qps) {
         process.exitCode = 1;
@@ -631,7 +636,7 @@ export async function perfAction(
     const conn = await firstValueFrom(listener.connections$);
     debugConn(conn);
     await listener.close();
-    printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print, conn);
+    printResults(test, o, await perfServeStreams(conn, tt, log, serveOptions), print, connHeader(o.transport, conn));
     return;
   }
   if (o.bindSourceIp !== undefined) throw new UsageError('--bind_source_ip applies to the server');
@@ -641,7 +646,6 @@ export async function perfAction(
     const conns = await connectQps(qps, () =>
       tt.transport.connect({ host: server, port }, { params: tt.connectParams, signal: AbortSignal.timeout(15_000) }),
     );
-    const label = `${o.transport}, ${qps} QPs`;
     const bar = runProgress(
       p,
       conns.reduce((a, c) => a + c.streams.length, 0),
@@ -656,8 +660,9 @@ export async function perfAction(
     } finally {
       bar.stop();
     }
-    const h = headerInfo(o, { qps, ...(conns[0] ? { conn: conns[0] } : {}) });
-    printQpsRows(p, label, rows, o.json, print, h);
+    const label = `${o.transport}, ${qps} QPs`;
+    const h = headerInfo(o, { qps, ...(conns[0] ? { conn: connHeader(label, conns[0]) } : {}) });
+    printQpsRows(p, h.conn?.label ?? label, rows, o.json, print, h);
     if (o.out)
       await writePerfOut(
         o.out,
@@ -676,13 +681,13 @@ export async function perfAction(
     { host: server, port },
     { params: tt.connectParams, signal: AbortSignal.timeout(15_000) },
   );
-  const h = headerInfo(o, { conn });
+  const h = headerInfo(o, { conn: connHeader(o.transport, conn) });
   // The header once the server has accepted the run (its READY), not before a refusal (issue 37).
   let headed = o.json === true;
   const onReady = () => {
     if (headed) return;
     headed = true;
-    bar.progress.interrupt(() => printHeader(p, transportLabelOf(o.transport, conn), print, h));
+    bar.progress.interrupt(() => printHeader(p, h.conn?.label ?? o.transport, print, h));
   };
   const bar = runProgress(p, conn.streams.length, {}, warmUpOf(o).warmUp);
   let results: PerfResult[];

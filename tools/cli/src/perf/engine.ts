@@ -52,8 +52,6 @@ export interface PerfParams {
 
 import { CQ_MOD_SIZE_LIMIT, DEFAULT_CQ_MOD, DEFAULT_OUTS, PERF_MAX_OUTS } from './limits.js';
 
-export { CQ_MOD_SIZE_LIMIT, DEFAULT_CQ_MOD, DEFAULT_OUTS, DEFAULT_TX_DEPTH, PERF_MAX_OUTS } from './limits.js';
-
 export type PerfResult =
   | { kind: 'bw'; row: BwRow; verified: boolean }
   | { kind: 'lat'; row: LatRow; verified: boolean };

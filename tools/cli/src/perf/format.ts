@@ -1,5 +1,5 @@
 /** perftest's output tables (ib_write_bw / ib_write_lat), so RDMA users read rddp's figures at a glance. */
-import { type LatencySummary, quantile, sorted, summarizeLatency } from '../bench/stats.js';
+import { type LatencySummary, quantile, sorted } from '../bench/stats.js';
 
 export const RULE = '-'.repeat(87);
 
@@ -29,18 +29,41 @@ export interface LatRow {
 
 /** The figures ib_send_lat prints of `samples` (µs): min, max, typical (median), avg, stdev, 99 %, 99.9 %. */
 export function perfLatency(samples: readonly number[]): PerfLatency {
-  const base = summarizeLatency(samples);
-  const n = samples.length;
+  // Sorted once: every figure below reads the one sorted copy.
+  const s = sorted(samples);
+  const n = s.length;
+  let sum = 0;
+  for (const v of s) sum += v;
+  const avg = n ? sum / n : Number.NaN;
   let sq = 0;
-  for (const v of samples) sq += (v - base.avg) ** 2;
-  return { ...base, stdev: n ? Math.sqrt(sq / n) : Number.NaN, p999: quantile(sorted(samples), 0.999) };
+  for (const v of s) sq += (v - avg) ** 2;
+  const mid = n >> 1;
+  return {
+    min: n ? (s[0] as number) : Number.NaN,
+    // The median of an even count is the mean of the middle two (bench/stats' `median`).
+    median: n === 0 ? Number.NaN : n % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2,
+    p99: quantile(s, 0.99),
+    max: n ? (s[n - 1] as number) : Number.NaN,
+    avg,
+    stdev: n ? Math.sqrt(sq / n) : Number.NaN,
+    p999: quantile(s, 0.999),
+  };
 }
 
 /** perftest's units: MB/sec (2^20 octets a second), or Gb/sec (10^9 bits a second) with --report_gbits. */
 export type BwUnit = 'MB' | 'Gb';
 
+/** The header's words for a run's connection (plain data: a `--workers` worker sends them to its primary). */
+export interface PerfConnHeader {
+  /** `--transport` with what the connection adds (`tcp, bbr`). */
+  readonly label: string;
+  /** The MPA lines (transports.ts `mpaLines`): none on SCTP and the loopback LLP. */
+  readonly mpa: readonly string[];
+  readonly streams: number;
+}
+
 /** perftest's format factor: Gb/sec is octets / 125 000 000 a second, MB/sec octets / 2^20. */
-function inUnit(mbps: number, unit: BwUnit): number {
+export function inUnit(mbps: number, unit: BwUnit): number {
   return unit === 'MB' ? mbps : (mbps * 1048576) / 125_000_000;
 }
 

@@ -16,8 +16,6 @@ import {
 } from './limits.js';
 import { PERF_TESTS, type PerfTest } from './tests.js';
 
-export { PERF_DEFAULT_MAX_MEMORY, PERF_DEFAULT_MAX_SIZE, PERF_MAX_DURATION_S, PERF_MAX_ITERS, PERF_MAX_TX_DEPTH };
-
 /** What a server lets one client ask for. */
 export interface PerfServerLimits {
   /** Largest message size (perftest's `-a` goes to 8 MiB). */

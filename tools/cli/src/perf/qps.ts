@@ -8,7 +8,6 @@ import type { PerfClientOptions, PerfResult } from './engine.js';
 import { aggregate } from './engine.js';
 import type { BwRow } from './format.js';
 
-export { PERF_MAX_QPS } from './limits.js';
 /** Connections in MPA startup at once: under the MPA listener's 16 startups per source address. */
 export const QP_CONNECT_CONCURRENCY = 8;
 

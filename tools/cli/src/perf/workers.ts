@@ -9,11 +9,15 @@ import type { LlpConnection } from '@rddp/llp';
 import type { ToolTransport } from '../transports.js';
 import { UsageError } from '../transports.js';
 import type { PerfResult, PerfServeOptions } from './engine.js';
+import type { PerfConnHeader } from './format.js';
 import { MemoryBudget } from './hello.js';
-
 import { PERF_MAX_WORKERS } from './limits.js';
 
-export { PERF_MAX_WORKERS };
+/** One connection a worker served: its results and its header's words (what the primary prints). */
+export interface Served {
+  readonly results: PerfResult[];
+  readonly conn: PerfConnHeader;
+}
 
 /** `--workers <n|auto>` as a count; a usage error outside 1..PERF_MAX_WORKERS. */
 export function workerCount(v: string | undefined): number {
@@ -33,7 +37,7 @@ export function isPerfWorker(): boolean {
 /** What a worker tells its primary. */
 type WorkerMessage =
   | { type: 'accepted' }
-  | { type: 'served'; pid: number; results: PerfResult[] }
+  | { type: 'served'; pid: number; served: Served }
   | { type: 'failed'; pid: number; message: string };
 
 /** What a primary tells its workers: stop accepting (a non-persistent server has its N connections). */
@@ -44,7 +48,7 @@ export interface WorkerServe {
   readonly host: string;
   readonly port: number;
   readonly options: PerfServeOptions & { limits: { maxSize: number; maxMemory: number } };
-  readonly serve: (conn: LlpConnection, options: PerfServeOptions) => Promise<PerfResult[]>;
+  readonly serve: (conn: LlpConnection, options: PerfServeOptions) => Promise<Served>;
 }
 
 /**
@@ -58,7 +62,7 @@ export async function runPerfWorker(w: WorkerServe): Promise<void> {
   listener.connections$.subscribe((conn) => {
     send({ type: 'accepted' });
     w.serve(conn, { ...w.options, budget }).then(
-      (results) => send({ type: 'served', pid: process.pid, results }),
+      (served) => send({ type: 'served', pid: process.pid, served }),
       (e: Error) => send({ type: 'failed', pid: process.pid, message: e.message }),
     );
   });
@@ -78,7 +82,7 @@ export interface PrimaryServe {
   /** Once every worker listens: the port they share. */
   readonly onListening: (port: number) => void;
   /** Each connection served, with the pid of the worker that served it. */
-  readonly onServed: (results: PerfResult[], pid: number) => void;
+  readonly onServed: (served: Served, pid: number) => void;
   /** Resolves at SIGINT or SIGTERM (persistent servers). */
   readonly stopped?: Promise<string>;
 }
@@ -120,7 +124,7 @@ export async function runPerfPrimary(o: PrimaryServe): Promise<number> {
         if (o.connections !== undefined && accepted === o.connections)
           for (const x of workers) if (x.isConnected()) x.send({ type: 'stop-accepting' } satisfies PrimaryMessage);
       } else if (m.type === 'served') {
-        o.onServed(m.results, m.pid);
+        o.onServed(m.served, m.pid);
         endOne();
       } else if (m.type === 'failed') {
         o.log(`worker ${m.pid}: ${m.message}`);
