@@ -36,6 +36,7 @@ import {
 import { anchorsHere, sctpAnchorFigures, sctpAnchorRuns } from '../bench/sctp-anchors.js';
 import { median } from '../bench/stats.js';
 import { iperf3Installed } from '../bench/two-process.js';
+import { COMMANDS } from '../launch.js';
 import { type ProgressSink, startProgress } from '../progress.js';
 import { UsageError } from '../transports.js';
 
@@ -117,16 +118,40 @@ function spawnMs(args: readonly string[]): Promise<number> {
  * to exit, against `node -e 0` from spawn to exit in the same run.
  */
 export async function startupFigure(plan: Plan, flag: '--help' | '--version'): Promise<Figure> {
-  const main = fileURLToPath(new URL('../main.js', import.meta.url));
-  const [cli, bare] = await alternate(
-    plan,
-    () => spawnMs([main, flag]),
-    () => spawnMs(['-e', '0']),
-  );
+  const [cli, bare] = await againstBareNode(plan, [flag]);
   return makeFigure(`rddp ${flag} start-up`, 'ms', cli, bare, {
     target: 1 / 2,
     note: 'baseline: node -e 0, spawn to exit, same run',
   });
+}
+
+/**
+ * The slowest `rddp <command> --help` (issue 37: each command loads its code only when it runs): one
+ * unrecorded run of every command in launch.ts's COMMANDS picks it, then it is measured as startupFigure.
+ */
+export async function commandHelpFigure(plan: Plan): Promise<Figure> {
+  const main = fileURLToPath(new URL('../main.js', import.meta.url));
+  let slowest = '';
+  let most = -1;
+  for (const name of Object.keys(COMMANDS)) {
+    const ms = await spawnMs([main, name, '--help']);
+    if (ms > most) [slowest, most] = [name, ms];
+  }
+  const [cli, bare] = await againstBareNode(plan, [slowest, '--help']);
+  return makeFigure('rddp <command> --help start-up, slowest command', 'ms', cli, bare, {
+    target: 1 / 2,
+    note: `baseline: node -e 0, spawn to exit, same run; slowest here: rddp ${slowest} --help`,
+  });
+}
+
+/** `rddp args…` from spawn to exit against `node -e 0`, alternately: both medians. */
+function againstBareNode(plan: Plan, args: readonly string[]): Promise<[number, number]> {
+  const main = fileURLToPath(new URL('../main.js', import.meta.url));
+  return alternate(
+    plan,
+    () => spawnMs([main, ...args]),
+    () => spawnMs(['-e', '0']),
+  );
 }
 
 /** Alternating rounds per figure, after each subject and baseline ran unrecorded for `warmupSeconds`. */
@@ -188,9 +213,9 @@ async function mpaPingPong(iters: number): Promise<number> {
 
 /** The number of recorded runs a bench makes with `rounds` rounds (its progress total). */
 function benchRuns(rounds: number): number {
-  // 9 bandwidth figures, latency, loopback, connection setup and the two start-ups: subject and baseline
+  // 9 bandwidth figures, latency, loopback, connection setup and the three start-ups: subject and baseline
   // each round; RSS: one run.
-  return 14 * 2 * rounds + 1;
+  return 15 * 2 * rounds + 1;
 }
 
 export async function runBench(o: BenchOptions, log: (s: string) => void, sink: ProgressSink = {}): Promise<Figure[]> {
@@ -320,6 +345,7 @@ async function benchFigures(
   );
   add(await connectionFigure(plan, Math.max(10, Math.round(1000 * Math.min(1, scale * 1.6)))));
   for (const flag of ['--help', '--version'] as const) add({ ...(await startupFigure(plan, flag)), table: 'ddp' });
+  add(await commandHelpFigure(plan));
 }
 
 export { registerBench } from './bench-command.js';
