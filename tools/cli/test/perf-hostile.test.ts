@@ -21,7 +21,14 @@ async function waitForListening(server: ChildProcess): Promise<void> {
 
 const honest = { test: 'read_bw', sizes: [4096], iters: 10, txDepth: 16, verify: true };
 function hello(params: Record<string, unknown>, top: Record<string, unknown> = {}): string {
-  return JSON.stringify({ type: 'hello', params: { ...honest, ...params }, addr: '139637976727552', rkey: 1, ...top });
+  return JSON.stringify({
+    type: 'hello',
+    version: 2,
+    params: { ...honest, ...params },
+    addr: '139637976727552',
+    rkey: 1,
+    ...top,
+  });
 }
 
 /** Sends one HELLO from a raw peer; resolves with the server's answer (a Send's JSON) once it closed. */
@@ -61,7 +68,7 @@ const hostile: [string, string, RegExp][] = [
   ['an addr that is no Tagged Offset', hello({}, { addr: '0x10' }), /addr "0x10" is not a 64-bit Tagged Offset/],
   ['an addr past 2^64', hello({}, { addr: '18446744073709551616' }), /addr .* is not a 64-bit Tagged Offset/],
   ['an rkey of -1', hello({}, { rkey: -1 }), /rkey -1 is under 0/],
-  ['no params', JSON.stringify({ type: 'hello' }), /HELLO without params/],
+  ['no params', JSON.stringify({ type: 'hello', version: 2 }), /HELLO without params/],
   ['a JSON array', '[1,2,3]', /the first message is not a HELLO/],
   ['8 MiB over a 4 MiB --max-memory', hello({ sizes: [8 << 20] }), /over this server's --max-memory 4194304/],
 ];

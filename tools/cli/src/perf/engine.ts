@@ -10,15 +10,17 @@ import type { RdmapStreamBuilder } from '@rddp/stack';
 import { Access, type Device, type Mr, type RemoteBuffer, type SendWorkRequest, type Sge } from '@rddp/verbs';
 import { filter, firstValueFrom } from 'rxjs';
 import { PeerWatch } from '../peer.js';
-import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError } from './errors.js';
+import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError, PerfVersionError } from './errors.js';
 import { type BwRow, type LatRow, mbPerSec, perfLatency } from './format.js';
 import {
   CONTROL_SIZE,
   checkHello,
   checkResult,
+  checkVersion,
   type Hello,
   MemoryBudget,
   PERF_DEFAULT_LIMITS,
+  PERF_PROTOCOL_VERSION,
   type PerfServerLimits,
   type PerfServerRun,
   SEND_CREDIT_BATCH,
@@ -110,6 +112,7 @@ function received(sge: Sge, byteLength: number): Uint8Array {
 
 interface Ready {
   type: 'ready';
+  version: number;
   addr: string;
   rkey: number;
   /** The serving process (a `--workers` server serves from several). */
@@ -119,6 +122,7 @@ interface Ready {
 /** The server's answer to a HELLO it does not serve; it closes the connection after it. */
 interface Refused {
   type: 'refused';
+  version: number;
   reason: string;
 }
 
@@ -130,6 +134,8 @@ function readReady(octets: Uint8Array): { addr: bigint; rkey: number; pid?: numb
   } catch {
     m = null;
   }
+  // A READY or REFUSED of another protocol version (or of none: an rddp before versions) is that, first.
+  if (typeof m === 'object' && m !== null && (m.type === 'ready' || m.type === 'refused')) checkVersion(m, 'server');
   if (m?.type === 'refused') throw new PerfServerRefusedError(String(m.reason).slice(0, 300));
   if (m?.type !== 'ready' || typeof m.addr !== 'string' || !/^\d{1,20}$/.test(m.addr) || !Number.isInteger(m.rkey))
     throw new PerfBadMessageError('the server answered HELLO with neither READY nor REFUSED');
@@ -241,8 +247,9 @@ export async function perfServe(
           `busy: ${need} octets of buffers asked, over the process memory budget (${pb.used} of ${pb.limit} held)`,
         );
     } catch (e) {
-      if (e instanceof PerfHelloRefusedError) {
-        const refused: Refused = { type: 'refused', reason: e.reason };
+      if (e instanceof PerfHelloRefusedError || e instanceof PerfVersionError) {
+        const reason = e instanceof PerfVersionError ? e.message : e.reason;
+        const refused: Refused = { type: 'refused', version: PERF_PROTOCOL_VERSION, reason };
         await new Control(s, 0).send(refused).catch(() => {});
       }
       throw e;
@@ -290,7 +297,13 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
     for (let i = 0; i < SEND_RECEIVES; i++) s.repost(rx.sge(i * slot, slot));
   }
   const credit = isSend ? s.register(new Uint8Array(1), Access.LocalRead).sge(0, 0) : undefined;
-  const ready: Ready = { type: 'ready', addr: region.baseTo.toString(), rkey: region.stag, pid: process.pid };
+  const ready: Ready = {
+    type: 'ready',
+    version: PERF_PROTOCOL_VERSION,
+    addr: region.baseTo.toString(),
+    rkey: region.stag,
+    pid: process.pid,
+  };
   await ctl.send(ready);
   if (isSend) {
     // Measured Sends and the final RESULT share QN 0: everything is received in arrival order.
@@ -394,7 +407,13 @@ async function clientRun(
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = new Control(s, isSend ? 0 : CONTROL_RECEIVES);
   const local = s.register(new Uint8Array(maxSize(p)), Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
-  const hello: Hello = { type: 'hello', params: p, addr: local.baseTo.toString(), rkey: local.stag };
+  const hello: Hello = {
+    type: 'hello',
+    version: PERF_PROTOCOL_VERSION,
+    params: p,
+    addr: local.baseTo.toString(),
+    rkey: local.stag,
+  };
   let remote: RemoteBuffer;
   try {
     let ready: { addr: bigint; rkey: number; pid?: number };

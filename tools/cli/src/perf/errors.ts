@@ -21,6 +21,21 @@ export class PerfServerRefusedError extends PerfError {
   }
 }
 
+/**
+ * The peer speaks another perf protocol version (PERF_PROTOCOL_VERSION); an rddp from before the
+ * version was sent speaks 1. `peer`: which end the other one is.
+ */
+export class PerfVersionError extends PerfError {
+  readonly code = 'ERR_PERF_VERSION';
+  constructor(
+    readonly peer: 'server' | 'client',
+    readonly theirs: string,
+    readonly ours: number,
+  ) {
+    super(`the perf ${peer} speaks perf protocol ${theirs}, this ${peer === 'server' ? 'client' : 'server'} ${ours}`);
+  }
+}
+
 /** A control message (READY, RESULT) that is not what the protocol carries at that point. */
 export class PerfBadMessageError extends PerfError {
   readonly code = 'ERR_PERF_BAD_MESSAGE';

@@ -5,7 +5,7 @@
 
 import { MAX_U64 } from '@rddp/ddp';
 import type { PerfParams, PerfResult } from './engine.js';
-import { PerfBadMessageError, PerfHelloRefusedError } from './errors.js';
+import { PerfBadMessageError, PerfHelloRefusedError, PerfVersionError } from './errors.js';
 import { allSizes } from './format.js';
 import {
   PERF_DEFAULT_MAX_MEMORY,
@@ -36,8 +36,27 @@ export const CONTROL_SIZE = 64 * 1024;
 export const SEND_CREDIT_BATCH = 16;
 export const SEND_RECEIVES = SEND_CREDIT_BATCH * 2;
 
+/**
+ * The version of the control protocol (HELLO, READY, REFUSED, RESULT), sent in HELLO, READY and REFUSED.
+ * 2: the first one sent; an rddp before it sent none (protocol 1).
+ */
+export const PERF_PROTOCOL_VERSION = 2;
+
+/** The version a peer's control message names: 1 where it names none (an rddp before the field). */
+export function peerVersion(v: unknown): string {
+  if (v === undefined) return '1';
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? String(v) : q(v);
+}
+
+/** Throws PerfVersionError unless `msg` (from `peer`) names this end's PERF_PROTOCOL_VERSION. */
+export function checkVersion(msg: Record<string, unknown>, peer: 'server' | 'client'): void {
+  if (msg.version !== PERF_PROTOCOL_VERSION)
+    throw new PerfVersionError(peer, peerVersion(msg.version), PERF_PROTOCOL_VERSION);
+}
+
 export interface Hello {
   type: 'hello';
+  version: number;
   params: PerfParams;
   /** Client's own region (latency tests: the server writes back into it), a decimal Tagged Offset. */
   addr: string;
@@ -137,6 +156,7 @@ export function checkHello(
     throw new PerfHelloRefusedError(`HELLO of ${octets.length} octets is not JSON`);
   }
   if (!isObject(msg) || msg.type !== 'hello') throw new PerfHelloRefusedError('the first message is not a HELLO');
+  checkVersion(msg, 'client');
   const p = msg.params;
   if (!isObject(p)) throw new PerfHelloRefusedError('HELLO without params');
   if (typeof p.test !== 'string' || !(PERF_TESTS as readonly string[]).includes(p.test))
@@ -170,7 +190,7 @@ export function checkHello(
     throw new PerfHelloRefusedError(
       `${p.test} of ${Math.max(...sizes)} octets needs ${need} octets of buffers, over this server's --max-memory ${limits.maxMemory}`,
     );
-  return { type: 'hello', params, addr: msg.addr, rkey };
+  return { type: 'hello', version: PERF_PROTOCOL_VERSION, params, addr: msg.addr, rkey };
 }
 
 /** A number or JSON's null (NaN, Infinity) as a number. */
