@@ -45,9 +45,9 @@ beforeAll(async () => {
 }, 180_000);
 
 describe('rddp perf: perftest flags (issue 37)', () => {
-  it('`perf write_bw <server> -d siw0 -F -R --report_gbits` runs and reports Gb/sec and the device', async () => {
+  it('`perf write_bw <server> -d siw0 -F -R -e --report_gbits` runs and reports Gb/sec and the device', async () => {
     const port = String(await freePort());
-    const server = procs.run(['perf', 'write_bw', '-p', port, '-n', '200', '-d', 'siw0', '-F', '-R']);
+    const server = procs.run(['perf', 'write_bw', '-p', port, '-n', '200', '-d', 'siw0', '-F', '-R', '--events']);
     await outputMatches(server.child, 'stderr', /listening/);
     const client = await procs.run([
       'perf',
@@ -61,9 +61,13 @@ describe('rddp perf: perftest flags (issue 37)', () => {
       'siw0',
       '-F',
       '-R',
+      '-e',
       '--report_gbits',
     ]).done;
     expect(client.code, client.err).toBe(0);
+    // perftest's -e line, where perftest prints it: right under the title.
+    const events = " Test with events: rddp's completions always arrive as events (-e changes nothing)";
+    expect(client.out.split('\n')[2]).toBe(events);
     expect(client.out).toMatch(/Device\s+: siw0/);
     expect(client.out).toContain('BW peak[Gb/sec]    BW average[Gb/sec]');
     expect(client.out).toMatch(/Data ex\. method: .*-R/);
@@ -82,6 +86,7 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     expect(served.code, served.err).toBe(0);
     expect(served.out).toMatch(/Device\s+: siw0/);
     expect(served.out).toContain('BW peak[MB/sec]'); // the server was not given --report_gbits
+    expect(served.out).toContain(events);
   }, 60_000);
 
   it("`--debug` is rddp perf's debug; -d takes a device name", async () => {
@@ -233,12 +238,12 @@ describe('rddp doctor and missing backends (issue 37)', () => {
     expect(r.out).toBe('');
     expect(r.err.trim().split('\n')).toHaveLength(1);
     expect(r.err).toMatch(
-      /^rddp: RDDP_CRC32C=isal pins @rddp\/crc32c-isal, which does not load here: apt-get install libisal-dev.*\(ERR_MPA_CRC32C_BACKEND_MISSING\)\n$/,
+      /^rddp: RDDP_CRC32C=isal pins @rddp\/crc32c-isal, which does not load here: apt-get install libisal-dev.*\(ERR_LLP_CRC32C_BACKEND_MISSING\)\n$/,
     );
     const unknown = await cli(['demo'], { RDDP_CRC32C: 'fastest' }).done;
     expect(unknown.code).toBe(1);
     expect(unknown.err).toMatch(
-      /^rddp: RDDP_CRC32C=fastest names no CRC32c backend .*\(ERR_MPA_CRC32C_BACKEND_UNKNOWN\)\n$/,
+      /^rddp: RDDP_CRC32C=fastest names no CRC32c backend .*\(ERR_LLP_CRC32C_BACKEND_UNKNOWN\)\n$/,
     );
     // doctor still runs, and reports the pin it cannot honour (exit 1).
     const doctor = await cli(['doctor'], { RDDP_CRC32C: 'isal' }, '@rddp/crc32c-isal').done;
@@ -282,7 +287,14 @@ describe('rddp start-up: only the command that runs is loaded (issue 37)', () =>
       expect(r.out.slice(0, own.length), name).toBe(own);
     }
     const perf = await cli(['perf', '--help']).done;
-    for (const flag of ['-d, --ib-dev <dev>', '-R, --rdma_cm', '-F, --CPU-freq', '--report_gbits', '--debug'])
+    for (const flag of [
+      '-d, --ib-dev <dev>',
+      '-R, --rdma_cm',
+      '-e, --events',
+      '-F, --CPU-freq',
+      '--report_gbits',
+      '--debug',
+    ])
       expect(perf.out).toContain(flag);
     const rping = await cli(['help', 'rping']).done;
     expect(rping.code).toBe(0);

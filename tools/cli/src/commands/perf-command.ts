@@ -133,6 +133,10 @@ export function registerPerf(program: Command): void {
       "perftest's device name: accepted and shown in the header (rddp runs its one software device)",
     )
     .option('-R, --rdma_cm', "perftest's connect-through-rdma_cm: how rddp connects anyway (noted in the header)")
+    .option(
+      '-e, --events',
+      "perftest's CQ completion events instead of busy polling: how rddp's completions always arrive (accepted, no effect; noted in the header)",
+    )
     .option('-F, --CPU-freq', "perftest's do-not-fail-on-CPU-frequency-warnings: rddp makes none (accepted, no effect)")
     .option(
       '--report_gbits',

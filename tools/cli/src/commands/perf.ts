@@ -103,6 +103,8 @@ export interface PerfOptions {
   ibDev?: string;
   /** perftest's `-R, --rdma_cm`: connect through rdma_cm — how rddp connects anyway (noted in the header). */
   rdmaCm?: boolean;
+  /** perftest's `-e, --events`: completions as CQ events — how rddp's always arrive (a no-op, noted in the header). */
+  events?: boolean;
   /** perftest's `-F, --CPU-freq`: do not fail on CPU frequency warnings (rddp makes none: a no-op). */
   cpuFreq?: boolean;
   /** perftest's `--report_gbits`: bandwidth in Gb/sec (10^9 bits a second) instead of MB/sec. */
@@ -121,6 +123,8 @@ export interface PerfHeaderInfo {
   readonly streams?: number;
   /** `-R` was given. */
   readonly rdmaCm?: boolean;
+  /** `-e` was given. */
+  readonly events?: boolean;
   /** The run's (client's or served) connection: the MPA lines it gives and its transport label. */
   readonly conn?: PerfConnHeader;
 }
@@ -222,6 +226,8 @@ export const PERF_DEVICE = 'rddp0';
 export function printHeader(p: PerfParams, tt: string, print: (s: string) => void, h: PerfHeaderInfo = {}): void {
   print(RULE);
   print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
+  // perftest's -e line; rddp's verbs deliver every completion as an event, polled or not.
+  if (h.events) print(" Test with events: rddp's completions always arrive as events (-e changes nothing)");
   print(
     ` Device         : ${h.device === undefined ? `${PERF_DEVICE} (rddp's software device)` : `${h.device} (named by -d; rddp has one software device)`}`,
   );
@@ -259,6 +265,7 @@ export function headerInfo(o: PerfOptions, more: { conn?: PerfConnHeader; qps?: 
     qps: more.qps ?? 1,
     streams: more.conn?.streams ?? (o.streams === undefined ? 1 : Number(o.streams)),
     ...(o.rdmaCm ? { rdmaCm: true } : {}),
+    ...(o.events ? { events: true } : {}),
     ...(more.conn ? { conn: more.conn } : {}),
   };
 }
