@@ -3,13 +3,22 @@
  *
  * Incremental: every function takes the CRC so far (0 to start) and returns the CRC including `bytes`,
  * so a CRC can run over header, payload parts, markers and pad without concatenating them.
- * Short inputs go through a table in JavaScript (cheaper than a native call); long ones through
- * @node-rs/crc32's hardware-accelerated crc32c.
+ * Short inputs go through a table in JavaScript (cheaper than a native call); long ones through a native
+ * backend, chosen once by @rddp/llp's `resolveCrc32cBackend` (`RDDP_CRC32C` pins one) when the transport
+ * is made or the first CRC is needed: importing this module loads no backend and never throws.
  */
 import { createRequire } from 'node:module';
-import { crc32c as nativeCrc32c } from '@node-rs/crc32';
-import { codedError, LlpError } from '@rddp/llp';
+import {
+  CRC32C_BACKENDS,
+  CRC32C_PIN_ENV,
+  Crc32cBackendMissingError,
+  Crc32cBackendUnknownError,
+  type Crc32cLoaders,
+  resolveCrc32cBackend,
+} from '@rddp/llp';
 import { MARKER_INTERVAL, MARKER_LENGTH, writeMarker } from './markers.js';
+
+export { CRC32C_BACKENDS, Crc32cBackendMissingError, Crc32cBackendUnknownError };
 
 type Isal = {
   calculate(b: Uint8Array, start: number, end: number, crc: number): number;
@@ -30,79 +39,92 @@ type CopyMarked = (
   ptr: number,
 ) => number;
 type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
+type NodeRs = { crc32c(b: Uint8Array, initial?: number): number };
+/** CRC32c of `bytes[start, end)` continuing from `crc`. */
+type RangeCrc = (bytes: Uint8Array, start: number, end: number, crc: number) => number;
 
-const require = createRequire(import.meta.url);
-/** RDDP_CRC32C=isal | sse4_crc32 | node-rs pins a backend (benchmarks, tests); by default the fastest that loads. */
-const pinned = process.env.RDDP_CRC32C;
-const CHECK = new TextEncoder().encode('123456789'); // CRC32c check value 0xE3069283 (RFC 3720 §B.4)
-
-/**
- * Optional speed-up 1: `@rddp/crc32c-isal`, a binding to Intel ISA-L's crc32_iscsi (built where ISA-L's
- * headers are installed; Debian libisal-dev). ≈55 GB/s on 64 KiB here (PCLMULQDQ/AVX-512 folding), and it
- * takes a byte range, so no subarray is made per call.
- */
-const isal: Isal | undefined = (() => {
-  if (pinned !== undefined && pinned !== 'isal') return undefined;
-  try {
-    const m = require('@rddp/crc32c-isal') as Isal;
-    return m.calculate(CHECK, 0, CHECK.length, 0) === 0xe3069283 ? m : undefined;
-  } catch {
-    return undefined;
-  }
-})();
-
-/**
- * Optional speed-up 2: `sse4_crc32` (a native addon built where node-gyp and SSE4.2 are available) runs
- * ≈2× faster than @node-rs/crc32 on 64 KiB here (9.4 vs 6 GB/s) but costs a little more per call, so it
- * takes the long runs only.
- */
-const sse4: Sse4 | undefined = (() => {
-  if (isal || (pinned !== undefined && pinned !== 'sse4_crc32')) return undefined;
-  try {
-    const m = require('sse4_crc32') as Sse4;
-    return m.hardware_support && m.calculate(CHECK) === 0xe3069283 ? m : undefined;
-  } catch {
-    return undefined;
-  }
-})();
-const SSE4_THRESHOLD = 1024;
-
-/** Which CRC32c implementation long runs use: '@rddp/crc32c-isal', 'sse4_crc32' or '@node-rs/crc32'. */
-export const crc32cBackend: string = isal ? '@rddp/crc32c-isal' : sse4 ? 'sse4_crc32' : '@node-rs/crc32';
-
-/** `RDDP_CRC32C`'s values, the package each names, and how to get it where it is missing. */
-export const CRC32C_BACKENDS = {
-  isal: {
-    package: '@rddp/crc32c-isal',
-    get: 'apt-get install libisal-dev, then pnpm install (builds @rddp/crc32c-isal with node-gyp)',
-  },
-  sse4_crc32: {
-    package: 'sse4_crc32',
-    get: 'pnpm install with node-gyp and a C++ compiler (apt-get install build-essential python3) on an SSE4.2 CPU',
-  },
-  'node-rs': { package: '@node-rs/crc32', get: 'pnpm install' },
-} as const;
-
-/** `RDDP_CRC32C` names no backend (issue 37: a pin is never ignored). */
-export class Crc32cBackendUnknownError extends codedError(LlpError, 'ERR_MPA_CRC32C_BACKEND_UNKNOWN') {}
-
-/** `RDDP_CRC32C` pins a backend that does not load here: an error, not the next backend in its place (issue 37). */
-export class Crc32cBackendMissingError extends codedError(LlpError, 'ERR_MPA_CRC32C_BACKEND_MISSING') {}
-
-if (pinned !== undefined) {
-  if (!Object.hasOwn(CRC32C_BACKENDS, pinned))
-    throw new Crc32cBackendUnknownError(
-      `RDDP_CRC32C=${pinned} names no CRC32c backend (one of: ${Object.keys(CRC32C_BACKENDS).join(', ')})`,
-    );
-  const want = CRC32C_BACKENDS[pinned as keyof typeof CRC32C_BACKENDS];
-  if (crc32cBackend !== want.package)
-    throw new Crc32cBackendMissingError(
-      `RDDP_CRC32C=${pinned} pins ${want.package}, which does not load here: ${want.get}; or unset RDDP_CRC32C`,
-    );
+/** A backend as MPA uses it: long runs, the threshold below which the table is cheaper, ISA-L's extras. */
+interface Backend {
+  readonly range: RangeCrc;
+  readonly nativeThreshold: number;
+  readonly isal?: Isal;
 }
 
-/** Below this many octets the JavaScript table beats a native call (a call's fixed cost outweighs the table's per-octet one). */
-const NATIVE_THRESHOLD = isal ? 40 : 48;
+const require = createRequire(import.meta.url);
+const CHECK = new TextEncoder().encode('123456789'); // CRC32c check value 0xE3069283 (RFC 3720 §B.4)
+
+const view = (b: Uint8Array, start: number, end: number) =>
+  start === 0 && end === b.byteLength ? b : b.subarray(start, end);
+
+function loadNodeRs(): NodeRs | undefined {
+  const m = require('@node-rs/crc32') as NodeRs;
+  return m.crc32c(CHECK) === 0xe3069283 ? m : undefined;
+}
+
+/** MPA's loaders (`RDDP_CRC32C`'s names); each loads its package from here and checks it. */
+const LOADERS: Crc32cLoaders<Backend> = {
+  /**
+   * `@rddp/crc32c-isal`, a binding to Intel ISA-L's crc32_iscsi (built where ISA-L's headers are
+   * installed): the fastest, and it takes a byte range, so no subarray is made per call.
+   */
+  isal: () => {
+    const m = require(CRC32C_BACKENDS.isal.package) as Isal;
+    if (m.calculate(CHECK, 0, CHECK.length, 0) !== 0xe3069283) return undefined;
+    return { range: (b, s, e, c) => m.calculate(b, s, e, c), nativeThreshold: 40, isal: m };
+  },
+  /**
+   * `sse4_crc32` (a native addon built where node-gyp and SSE4.2 are available) beats @node-rs/crc32 on
+   * long runs but costs a little more per call, so it takes runs of `SSE4_THRESHOLD` octets and more.
+   */
+  sse4_crc32: () => {
+    const m = require(CRC32C_BACKENDS.sse4_crc32.package) as Sse4;
+    if (!m.hardware_support || m.calculate(CHECK) !== 0xe3069283) return undefined;
+    let rs: NodeRs | undefined;
+    try {
+      rs = loadNodeRs();
+    } catch {
+      // sse4_crc32 takes the medium runs too
+    }
+    const mid = rs ?? { crc32c: (b: Uint8Array, c?: number) => m.calculate(b, c) };
+    return {
+      range: (b, s, e, c) => (e - s >= SSE4_THRESHOLD ? m.calculate(view(b, s, e), c) : mid.crc32c(view(b, s, e), c)),
+      nativeThreshold: 48,
+    };
+  },
+  'node-rs': () => {
+    const m = loadNodeRs();
+    return m && { range: (b, s, e, c) => m.crc32c(view(b, s, e), c), nativeThreshold: 48 };
+  },
+};
+const SSE4_THRESHOLD = 1024;
+
+/** Which CRC32c implementation long runs use ('@rddp/crc32c-isal', 'sse4_crc32' or '@node-rs/crc32'), once chosen. */
+export let crc32cBackend = 'not chosen yet';
+
+/** The chosen backend's ISA-L binding, where ISA-L was chosen. */
+let isal: Isal | undefined;
+/** Long runs; until a backend is chosen, choosing it (so the first CRC chooses). */
+let longRange: RangeCrc = (bytes, start, end, crc) => {
+  chooseCrc32cBackend();
+  return crc32cRange(bytes, start, end, crc);
+};
+/** Below this many octets the JavaScript table beats a native call; 0 until a backend is chosen. */
+let nativeThreshold = 0;
+
+/**
+ * Chooses MPA's CRC32c backend once (`RDDP_CRC32C` as @rddp/llp's `resolveCrc32cBackend` reads it) and
+ * returns its package. Throws `Crc32cBackendUnknownError` / `Crc32cBackendMissingError` for a pin that
+ * cannot be honoured, at every call until it can.
+ */
+export function chooseCrc32cBackend(): string {
+  if (nativeThreshold !== 0) return crc32cBackend;
+  const chosen = resolveCrc32cBackend(process.env[CRC32C_PIN_ENV], LOADERS);
+  isal = chosen.backend.isal;
+  longRange = chosen.backend.range;
+  nativeThreshold = chosen.backend.nativeThreshold;
+  crc32cBackend = chosen.package;
+  return crc32cBackend;
+}
 
 /** CRC32c table, reflected polynomial 0x82F63B78. */
 const TABLE = (() => {
@@ -119,12 +141,7 @@ const TABLE = (() => {
 export function crc32cRange(bytes: Uint8Array, start: number, end: number, crc: number): number {
   const n = end - start;
   if (n <= 0) return crc;
-  if (n >= NATIVE_THRESHOLD) {
-    if (isal) return isal.calculate(bytes, start, end, crc);
-    const view = start === 0 && end === bytes.byteLength ? bytes : bytes.subarray(start, end);
-    if (sse4 && n >= SSE4_THRESHOLD) return sse4.calculate(view, crc);
-    return nativeCrc32c(view, crc);
-  }
+  if (n >= nativeThreshold) return longRange(bytes, start, end, crc);
   let c = ~crc;
   for (let i = start; i < end; i++) c = (TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
   return ~c >>> 0;

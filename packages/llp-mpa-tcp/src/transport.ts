@@ -25,6 +25,7 @@ import {
 } from '@rddp/llp';
 import { applyCongestionControl } from './congestion.js';
 import { MpaTcpConnection, mpaCapabilities } from './connection.js';
+import { chooseCrc32cBackend } from './crc.js';
 import { MpaErrorCode, MpaProtocolError } from './errors.js';
 import { encodeFrame } from './frames.js';
 import { FrameCollector } from './handshake.js';
@@ -55,6 +56,8 @@ export class MpaTcpTransport extends BaseLlpTransport<ResolvedTransportOptions> 
 
   constructor(options: MpaTcpOptions = {}) {
     super(resolveTransportOptions(options), defaultCapabilities);
+    // RDDP_CRC32C is checked where the transport is made: a pin that cannot be honoured fails here.
+    chooseCrc32cBackend();
   }
 
   /** Initiator: TCP connect, send the MPA Request, read the Reply, (peer-to-peer) send the RTR. */

@@ -3,73 +3,67 @@
  * on send by `@rddp/sctp` through `sctpChecksumOfZeroed` (installed with the package's `configure`), on
  * receive here in paths.ts before the package sees the packet (the package's own check is off).
  *
- * Backends, fastest first, as MPA picks them (`RDDP_CRC32C=isal | sse4_crc32 | node-rs` pins one;
- * a pinned backend that does not load is `SctpCrc32cBackendError`):
- * `@rddp/crc32c-isal` (Intel ISA-L, where built), `sse4_crc32`, `@node-rs/crc32`. Runs shorter than a
- * native call's cost go through a table in JavaScript.
+ * Backends, fastest first, as @rddp/llp's `resolveCrc32cBackend` picks them for MPA too
+ * (`RDDP_CRC32C=isal | sse4_crc32 | node-rs` pins one; a pin that cannot be honoured is
+ * `Crc32cBackendUnknownError` / `Crc32cBackendMissingError`): `@rddp/crc32c-isal` (Intel ISA-L, where
+ * built), `sse4_crc32`, `@node-rs/crc32`. Chosen once, when the transport is made or the first checksum
+ * is needed: importing this module loads no backend and never throws. Runs shorter than a native call's
+ * cost go through a table in JavaScript.
  */
 import { createRequire } from 'node:module';
-import { crc32c as nodeRsCrc32c } from '@node-rs/crc32';
-import { SctpCrc32cBackendError } from './errors.js';
+import { CRC32C_BACKENDS, CRC32C_PIN_ENV, type Crc32cLoaders, resolveCrc32cBackend } from '@rddp/llp';
 
 const require = createRequire(import.meta.url);
-const pinned = process.env.RDDP_CRC32C;
 const CHECK = new TextEncoder().encode('123456789'); // check value 0xE3069283 (RFC 3720 §B.4)
 
 type RangeCrc = (data: Uint8Array, start: number, end: number, crc: number) => number;
 
-interface Backend {
-  readonly name: string;
-  readonly range: RangeCrc;
-}
-
-function loadBackend(): Backend {
-  const wanted = (name: string) => pinned === undefined || pinned === name;
-  if (wanted('isal')) {
-    try {
-      const m = require('@rddp/crc32c-isal') as { calculate: RangeCrc };
-      if (m.calculate(CHECK, 0, CHECK.length, 0) === 0xe3069283)
-        return { name: '@rddp/crc32c-isal', range: m.calculate };
-    } catch {
-      // not built here
-    }
-  }
-  if (wanted('sse4_crc32')) {
-    try {
-      const m = require('sse4_crc32') as {
-        calculate(b: Uint8Array, initial?: number): number;
-        hardware_support: boolean;
-      };
-      if (m.hardware_support && m.calculate(CHECK) === 0xe3069283) {
-        return { name: 'sse4_crc32', range: (d, s, e, c) => m.calculate(d.subarray(s, e), c) };
-      }
-    } catch {
-      // not installed
-    }
-  }
-  return {
-    name: '@node-rs/crc32',
-    range: (d, s, e, c) => nodeRsCrc32c(Buffer.from(d.buffer, d.byteOffset + s, e - s), c),
-  };
-}
-
-const backend = loadBackend();
-/** The package each `RDDP_CRC32C` value pins. */
-const PINNED: Readonly<Record<string, string>> = {
-  isal: '@rddp/crc32c-isal',
-  sse4_crc32: 'sse4_crc32',
-  'node-rs': '@node-rs/crc32',
+/** SCTP's loaders (`RDDP_CRC32C`'s names); each loads its package from here and checks it. */
+const LOADERS: Crc32cLoaders<RangeCrc> = {
+  isal: () => {
+    const m = require(CRC32C_BACKENDS.isal.package) as { calculate: RangeCrc };
+    return m.calculate(CHECK, 0, CHECK.length, 0) === 0xe3069283 ? (d, s, e, c) => m.calculate(d, s, e, c) : undefined;
+  },
+  sse4_crc32: () => {
+    const m = require(CRC32C_BACKENDS.sse4_crc32.package) as {
+      calculate(b: Uint8Array, initial?: number): number;
+      hardware_support: boolean;
+    };
+    return m.hardware_support && m.calculate(CHECK) === 0xe3069283
+      ? (d, s, e, c) => m.calculate(d.subarray(s, e), c)
+      : undefined;
+  },
+  'node-rs': () => {
+    const m = require(CRC32C_BACKENDS['node-rs'].package) as { crc32c(b: Uint8Array, initial?: number): number };
+    return m.crc32c(CHECK) === 0xe3069283
+      ? (d, s, e, c) => m.crc32c(Buffer.from(d.buffer, d.byteOffset + s, e - s), c)
+      : undefined;
+  },
 };
-// A pin is never ignored: a backend it names that does not load here is an error (`rddp doctor` says why).
-if (pinned !== undefined && PINNED[pinned] !== backend.name)
-  throw new SctpCrc32cBackendError(
-    PINNED[pinned] === undefined
-      ? `RDDP_CRC32C=${pinned} names no CRC32c backend (one of: ${Object.keys(PINNED).join(', ')})`
-      : `RDDP_CRC32C=${pinned} pins ${PINNED[pinned]}, which does not load here (see \`rddp doctor\`); or unset RDDP_CRC32C`,
-  );
 
-/** Which CRC32c implementation SCTP packets go through. */
-export const sctpCrc32cBackend: string = backend.name;
+/** Which CRC32c implementation SCTP packets go through, once chosen. */
+export let sctpCrc32cBackend = 'not chosen yet';
+/** Long runs; until a backend is chosen, choosing it (so the first checksum chooses). */
+let range: RangeCrc = (data, start, end, crc) => {
+  chooseSctpCrc32cBackend();
+  return crc32c(data, start, end, crc);
+};
+/** Shorter runs than this cost less in the table than one native call; 0 until a backend is chosen. */
+let nativeMin = 0;
+
+/**
+ * Chooses SCTP's CRC32c backend once (`RDDP_CRC32C` as @rddp/llp's `resolveCrc32cBackend` reads it) and
+ * returns its package. Throws `Crc32cBackendUnknownError` / `Crc32cBackendMissingError` for a pin that
+ * cannot be honoured, at every call until it can.
+ */
+export function chooseSctpCrc32cBackend(): string {
+  if (nativeMin !== 0) return sctpCrc32cBackend;
+  const chosen = resolveCrc32cBackend(process.env[CRC32C_PIN_ENV], LOADERS);
+  range = chosen.backend;
+  nativeMin = 64;
+  sctpCrc32cBackend = chosen.package;
+  return sctpCrc32cBackend;
+}
 
 const TABLE = new Uint32Array(256);
 for (let n = 0; n < 256; n++) {
@@ -77,12 +71,10 @@ for (let n = 0; n < 256; n++) {
   for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
   TABLE[n] = c >>> 0;
 }
-/** Shorter runs than this cost less in the table than one native call. */
-const NATIVE_MIN = 64;
 
 /** CRC32c of `data[start, end)`, continuing from `crc` (the finished CRC32c of what precedes, or 0). */
 export function crc32c(data: Uint8Array, start = 0, end = data.byteLength, crc = 0): number {
-  if (end - start >= NATIVE_MIN) return backend.range(data, start, end, crc) >>> 0;
+  if (end - start >= nativeMin) return range(data, start, end, crc) >>> 0;
   let c = ~crc >>> 0;
   for (let i = start; i < end; i++) c = ((TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8)) >>> 0;
   return ~c >>> 0;

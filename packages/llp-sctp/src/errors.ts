@@ -1,4 +1,4 @@
-import { CapabilityError, codedError, LlpError } from '@rddp/llp';
+import { CapabilityError, Crc32cBackendError } from '@rddp/llp';
 
 /**
  * Raw IP encapsulation (SCTP as IP protocol 132) was asked for but cannot be had: the optional
@@ -8,7 +8,10 @@ import { CapabilityError, codedError, LlpError } from '@rddp/llp';
 export class RawSocketUnavailableError extends CapabilityError {}
 
 /**
- * `RDDP_CRC32C` pins a CRC32c backend that does not load here, or names none: an error, not the next
- * backend in its place (as MPA's `ERR_MPA_CRC32C_BACKEND_MISSING`).
+ * @deprecated `RDDP_CRC32C`'s errors are @rddp/llp's, shared with MPA/TCP: `Crc32cBackendUnknownError`
+ * (ERR_LLP_CRC32C_BACKEND_UNKNOWN) and `Crc32cBackendMissingError` (ERR_LLP_CRC32C_BACKEND_MISSING).
+ * This name is their base, `Crc32cBackendError`, so `instanceof` still catches both.
  */
-export class SctpCrc32cBackendError extends codedError(LlpError, 'ERR_SCTP_CRC32C_BACKEND') {}
+export const SctpCrc32cBackendError = Crc32cBackendError;
+/** @deprecated See the value `SctpCrc32cBackendError`. */
+export type SctpCrc32cBackendError = Crc32cBackendError;

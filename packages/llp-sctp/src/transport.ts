@@ -24,6 +24,7 @@ import {
   throwIfAborted,
 } from '@rddp/llp';
 import { connectionTuning, SctpConnection } from './connection.js';
+import { chooseSctpCrc32cBackend } from './crc32c.js';
 import { SctpListener } from './listener.js';
 import {
   grantedRecvBuffer,
@@ -56,6 +57,8 @@ export class SctpTransport extends BaseLlpTransport<ResolvedOptions> {
 
   constructor(options: SctpTransportOptions = {}) {
     super(resolveOptions(options), sctpCapabilities);
+    // RDDP_CRC32C is checked where the transport is made: a pin that cannot be honoured fails here.
+    chooseSctpCrc32cBackend();
   }
 
   async connect(address: LlpAddress, options: LlpConnectOptions = {}): Promise<SctpConnection> {

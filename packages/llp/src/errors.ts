@@ -9,6 +9,8 @@
  * `Symbol.hasInstance` brands), so one `catch` covers the condition at every layer.
  */
 
+import type { Crc32cBackendMissingError, Crc32cBackendUnknownError } from './crc32c-pin.js';
+
 /** Brands are registered symbols: an error from another copy of this package is still recognised. */
 const kRddpError = Symbol.for('rddp.error');
 const kAborted = Symbol.for('rddp.error.aborted');
@@ -271,4 +273,6 @@ export type LlpErrorCode =
   | CapabilityError['code']
   | AddressInUseError['code']
   | LlpAddressResolutionError['code']
-  | ResourceLimitError['code'];
+  | ResourceLimitError['code']
+  | Crc32cBackendUnknownError['code']
+  | Crc32cBackendMissingError['code'];

@@ -9,6 +9,7 @@ export * from './base-transport.js';
 export * from './budget.js';
 export * from './capabilities.js';
 export * from './connection.js';
+export * from './crc32c-pin.js';
 export * from './errors.js';
 export * from './fifo.js';
 export * from './guards.js';

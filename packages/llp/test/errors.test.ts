@@ -59,6 +59,9 @@ const ABSTRACT = new Set([
   'StackError',
   'PerfError',
   'RpingError',
+  // RDDP_CRC32C's two errors' base; @rddp/llp-sctp's deprecated name for it.
+  'Crc32cBackendError',
+  'SctpCrc32cBackendError',
 ]);
 
 /** Constructor arguments of the classes that take more than a message. */
@@ -120,8 +123,8 @@ const CODES: Record<string, string> = {
   ConnectionAbortedError: 'ERR_LLP_CONNECTION_ABORTED',
   ConnectionRefusedError: 'ERR_LLP_CONNECTION_REFUSED',
   ConnectionRejectedError: 'ERR_LLP_CONNECTION_REJECTED',
-  Crc32cBackendMissingError: 'ERR_MPA_CRC32C_BACKEND_MISSING',
-  Crc32cBackendUnknownError: 'ERR_MPA_CRC32C_BACKEND_UNKNOWN',
+  Crc32cBackendMissingError: 'ERR_LLP_CRC32C_BACKEND_MISSING',
+  Crc32cBackendUnknownError: 'ERR_LLP_CRC32C_BACKEND_UNKNOWN',
   DdpAbortError: 'ERR_DDP_ABORTED',
   DdpInvalidArgumentError: 'ERR_DDP_INVALID_ARGUMENT',
   DdpLlpUnsuitableError: 'ERR_DDP_LLP_UNSUITABLE',
@@ -150,6 +153,7 @@ const CODES: Record<string, string> = {
   PerfBadMessageError: 'ERR_PERF_BAD_MESSAGE',
   PerfHelloRefusedError: 'ERR_PERF_HELLO_REFUSED',
   PerfServerRefusedError: 'ERR_PERF_SERVER_REFUSED',
+  PerfVersionError: 'ERR_PERF_VERSION',
   QpStateError: 'ERR_VERBS_QP_STATE',
   QueueFullError: 'ERR_VERBS_QUEUE_FULL',
   RawSocketUnavailableError: 'ERR_LLP_CAPABILITY',
@@ -165,7 +169,6 @@ const CODES: Record<string, string> = {
   RpingBogusDataError: 'ERR_RPING_BOGUS_DATA',
   RpingServerBusyError: 'ERR_RPING_SERVER_BUSY',
   RpingStepTimeoutError: 'ERR_RPING_STEP_TIMEOUT',
-  SctpCrc32cBackendError: 'ERR_SCTP_CRC32C_BACKEND',
   SgeRangeError: 'ERR_VERBS_SGE_RANGE',
   StagTableFullError: 'ERR_DDP_STAG_TABLE_FULL',
   StreamClosedError: 'ERR_LLP_STREAM_CLOSED',

@@ -6,6 +6,7 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { CRC32C_BACKEND_NAMES, CRC32C_BACKENDS, type Crc32cBackendName } from '@rddp/llp';
 import type { Command } from 'commander';
 
 /** One thing doctor looks at: what it found, and how to get it where it is missing. */
@@ -17,7 +18,7 @@ export interface DoctorLine {
   readonly get?: string;
 }
 
-/** CRC32c check value of "123456789" (RFC 3720 §B.4), as packages/llp-mpa-tcp/src/crc.ts checks a backend. */
+/** CRC32c check value of "123456789" (RFC 3720 §B.4), as the transports check a backend. */
 const CHECK = new TextEncoder().encode('123456789');
 
 /** `require` from @rddp/llp-mpa-tcp's own place: its optional dependencies resolve as they do for it. */
@@ -29,31 +30,25 @@ function mpaRequire(): NodeJS.Require {
   }
 }
 
+/** How each backend's module computes the check value (its package is @rddp/llp's `CRC32C_BACKENDS`). */
+const CHECKS: Record<Crc32cBackendName, (m: never) => number> = {
+  isal: (m: { calculate(b: Uint8Array, s: number, e: number, c: number): number }) =>
+    m.calculate(CHECK, 0, CHECK.length, 0),
+  sse4_crc32: (m: { calculate(b: Uint8Array): number; hardware_support: boolean }) =>
+    m.hardware_support ? m.calculate(CHECK) : -1,
+  'node-rs': (m: { crc32c(b: Uint8Array): number }) => m.crc32c(CHECK),
+};
+
 /** Whether each CRC32c backend (`RDDP_CRC32C`'s names) loads and computes the check value here. */
-export function crc32cAvailable(req = mpaRequire()): Record<'isal' | 'sse4_crc32' | 'node-rs', boolean> {
-  const tryLoad = (f: () => boolean): boolean => {
+export function crc32cAvailable(req = mpaRequire()): Record<Crc32cBackendName, boolean> {
+  const loads = (name: Crc32cBackendName): boolean => {
     try {
-      return f();
+      return CHECKS[name](req(CRC32C_BACKENDS[name].package) as never) === 0xe3069283;
     } catch {
       return false;
     }
   };
-  return {
-    isal: tryLoad(
-      () =>
-        (req('@rddp/crc32c-isal') as { calculate(b: Uint8Array, s: number, e: number, c: number): number }).calculate(
-          CHECK,
-          0,
-          CHECK.length,
-          0,
-        ) === 0xe3069283,
-    ),
-    sse4_crc32: tryLoad(() => {
-      const m = req('sse4_crc32') as { calculate(b: Uint8Array): number; hardware_support: boolean };
-      return m.hardware_support && m.calculate(CHECK) === 0xe3069283;
-    }),
-    'node-rs': tryLoad(() => (req('@node-rs/crc32') as { crc32c(b: Uint8Array): number }).crc32c(CHECK) === 0xe3069283),
-  };
+  return Object.fromEntries(CRC32C_BACKEND_NAMES.map((n) => [n, loads(n)])) as Record<Crc32cBackendName, boolean>;
 }
 
 /** Whether `@rddp/writev`'s native build loads here (the direct send path, `--congestion`). */
@@ -102,15 +97,11 @@ export function doctorLines(backend: string | Error): DoctorLine[] {
       : // The pin's error names how to get the backend.
         { name: 'crc32c', ok: false, found: `${backend.message} (available: ${has})` },
   );
+  const isal = CRC32C_BACKENDS.isal;
   lines.push(
     crc.isal
-      ? { name: 'isa-l', ok: true, found: '@rddp/crc32c-isal built (ISA-L crc32_iscsi)' }
-      : {
-          name: 'isa-l',
-          ok: false,
-          found: '@rddp/crc32c-isal not built',
-          get: 'apt-get install libisal-dev, then pnpm install',
-        },
+      ? { name: 'isa-l', ok: true, found: `${isal.package} built (ISA-L crc32_iscsi)` }
+      : { name: 'isa-l', ok: false, found: `${isal.package} not built`, get: isal.get },
   );
   const direct = writevAvailable(req);
   const off = process.env.RDDP_MPA_DIRECT_SEND === '0';
@@ -192,10 +183,12 @@ export function registerDoctor(program: Command): void {
     )
     .option('--json', 'one JSON object per line instead of text')
     .action(async (o: { json?: boolean }) => {
-      // The backend MPA picked; a pinned backend that is missing (RDDP_CRC32C) fails its import.
+      // The backend MPA chooses (its first CRC chooses it); a pin it cannot honour (RDDP_CRC32C) is an error.
       let backend: string | Error;
       try {
-        backend = (await import('@rddp/llp-mpa-tcp')).crc32cBackend;
+        const mpa = await import('@rddp/llp-mpa-tcp');
+        mpa.crc32c(CHECK);
+        backend = mpa.crc32cBackend;
       } catch (e) {
         backend = e instanceof Error ? e : new Error(String(e));
       }

@@ -1,0 +1,93 @@
+/**
+ * `RDDP_CRC32C`, from outside (issue 37: a pin is never ignored). One table and resolver in @rddp/llp
+ * serve MPA/TCP (the CRC, RFC 5044 §4.4) and SCTP (the checksum, RFC 4960 §6.8): a pin naming no backend,
+ * or a backend this install lacks, ends `rddp` with one line carrying the code and exit status 1, on
+ * either transport; importing either package with such a pin does not throw. Each case is its own process.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Ended, startedProcesses } from './procs.js';
+
+const CLI_DIR = path.resolve(__dirname, '..');
+const MAIN = path.join(CLI_DIR, 'dist/main.js');
+/** node --require fake: hides the packages RDDP_TEST_MISSING names, as on an install without them. */
+const MISSING = path.resolve(__dirname, 'fixtures/missing-modules.cjs');
+
+const procs = startedProcesses();
+
+/** `node args…` in tools/cli with `env` added, `missing` hidden; all it wrote and its status. */
+function node(args: string[], env: Record<string, string>, missing?: string): Promise<Ended> {
+  const child: ChildProcess = procs.track(
+    spawn(process.execPath, [...(missing ? ['--require', MISSING] : []), ...args], {
+      cwd: CLI_DIR,
+      env: { ...process.env, ...env, ...(missing ? { RDDP_TEST_MISSING: missing } : {}) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  return once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err }));
+}
+
+const perf = (transport: string) => [MAIN, 'perf', 'write_bw', '--loopback', '-n', '10', '--transport', transport];
+
+beforeAll(async () => {
+  // tools/rddp rebuilds dist when a source is newer; dist is run directly below.
+  const r = procs.run(['--version']);
+  expect((await r.done).code).toBe(0);
+}, 180_000);
+
+describe.each(['tcp', 'sctp'])('RDDP_CRC32C on --transport %s', (transport) => {
+  it('a name that is no backend: one line with ERR_LLP_CRC32C_BACKEND_UNKNOWN, exit 1, nothing on stdout', async () => {
+    const r = await node(perf(transport), { RDDP_CRC32C: 'bogus' });
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err).toBe(
+      'rddp: RDDP_CRC32C=bogus names no CRC32c backend (one of: isal, sse4_crc32, node-rs) (ERR_LLP_CRC32C_BACKEND_UNKNOWN)\n',
+    );
+  }, 30_000);
+
+  it('a pinned backend that does not load: one line with ERR_LLP_CRC32C_BACKEND_MISSING and how to get it, exit 1', async () => {
+    const r = await node(perf(transport), { RDDP_CRC32C: 'isal' }, '@rddp/crc32c-isal');
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err.split('\n')).toHaveLength(2);
+    expect(r.err).toMatch(
+      /^rddp: RDDP_CRC32C=isal pins @rddp\/crc32c-isal, which does not load here: apt-get install libisal-dev.*; or unset RDDP_CRC32C \(ERR_LLP_CRC32C_BACKEND_MISSING\)\n$/,
+    );
+  }, 30_000);
+
+  it('the same install unpinned runs on the next backend, and a pin to one that loads is honoured', async () => {
+    const unpinned = await node(perf(transport), {}, '@rddp/crc32c-isal');
+    expect(unpinned.code, unpinned.err).toBe(0);
+    const pinned = await node(perf(transport), { RDDP_CRC32C: 'node-rs' });
+    expect(pinned.code, pinned.err).toBe(0);
+    // MPA's header names the backend its CRC runs (SCTP's has no CRC line).
+    if (transport === 'tcp') expect(pinned.out).toMatch(/CRC\s+: on \(@node-rs\/crc32\)/);
+  }, 30_000);
+});
+
+it('`RDDP_CRC32C=bogus rddp demo`: one line with the code, exit 1, before the demo prints anything', async () => {
+  const r = await node([MAIN, 'demo'], { RDDP_CRC32C: 'bogus' });
+  expect(r.code).toBe(1);
+  expect(r.out).toBe('');
+  expect(r.err).toMatch(/^rddp: RDDP_CRC32C=bogus names no CRC32c backend .*\(ERR_LLP_CRC32C_BACKEND_UNKNOWN\)\n$/);
+}, 30_000);
+
+it('importing @rddp/llp-mpa-tcp and @rddp/llp-sctp with RDDP_CRC32C=bogus does not throw; making a transport does', async () => {
+  const script = `
+const mpa = await import('@rddp/llp-mpa-tcp');
+const sctp = await import('@rddp/llp-sctp');
+console.log('imported');
+for (const make of [() => mpa.mpaTcp(), () => sctp.sctp()]) {
+  try { make(); console.log('made'); } catch (e) { console.log(e.code); }
+}`;
+  const r = await node(['--input-type=module', '-e', script], { RDDP_CRC32C: 'bogus' });
+  expect(r.err).toBe('');
+  expect(r.code).toBe(0);
+  expect(r.out).toBe('imported\nERR_LLP_CRC32C_BACKEND_UNKNOWN\nERR_LLP_CRC32C_BACKEND_UNKNOWN\n');
+}, 30_000);
