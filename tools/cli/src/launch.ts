@@ -97,7 +97,7 @@ export const COMMANDS: Readonly<Record<string, LazyCommand>> = {
     term: 'doctor [options]',
     description:
       "what this install has and uses: CRC32c backend, direct send path, ISA-L, tshark, ip netns/nft/tc, TCP congestion controls, and how to get what's missing",
-    load: () => import('./commands/doctor.js').then((m) => m.registerDoctor),
+    load: () => import('./commands/doctor-command.js').then((m) => m.registerDoctor),
   },
 };
 

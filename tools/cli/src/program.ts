@@ -4,7 +4,7 @@ import { registerBench } from './commands/bench.js';
 import { registerConformance } from './commands/conformance.js';
 import { registerDemo } from './commands/demo-command.js';
 import { registerDissect } from './commands/dissect.js';
-import { registerDoctor } from './commands/doctor.js';
+import { registerDoctor } from './commands/doctor-command.js';
 import { registerExperiment } from './commands/experiment.js';
 import { registerFuzz } from './commands/fuzz.js';
 import { registerPerf } from './commands/perf-command.js';

@@ -7,7 +7,6 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CRC32C_BACKEND_NAMES, CRC32C_BACKENDS, type Crc32cBackendName } from '@rddp/llp';
-import type { Command } from 'commander';
 
 /** One thing doctor looks at: what it found, and how to get it where it is missing. */
 export interface DoctorLine {
@@ -175,26 +174,19 @@ export function doctorLine(l: DoctorLine): string {
   return `${`${l.name}:`.padEnd(16)}${l.ok ? '' : 'MISSING '}${l.found}${l.get ? ` — get: ${l.get}` : ''}`;
 }
 
-export function registerDoctor(program: Command): void {
-  program
-    .command('doctor')
-    .description(
-      "what this install has and uses: CRC32c backend, direct send path, ISA-L, tshark, ip netns/nft/tc, TCP congestion controls, and how to get what's missing",
-    )
-    .option('--json', 'one JSON object per line instead of text')
-    .action(async (o: { json?: boolean }) => {
-      // The backend MPA chooses (its first CRC chooses it); a pin it cannot honour (RDDP_CRC32C) is an error.
-      let backend: string | Error;
-      try {
-        const mpa = await import('@rddp/llp-mpa-tcp');
-        mpa.crc32c(CHECK);
-        backend = mpa.crc32cBackend;
-      } catch (e) {
-        backend = e instanceof Error ? e : new Error(String(e));
-      }
-      const lines = doctorLines(backend);
-      for (const l of lines) console.log(o.json ? JSON.stringify(l) : doctorLine(l));
-      // Something missing is reported, not a failure; a pin that cannot be honoured is (as every command fails).
-      if (typeof backend !== 'string') process.exitCode = 1;
-    });
+/** `rddp doctor`'s run: prints the lines; a pinned CRC32c backend that cannot be honoured sets exit 1. */
+export async function runDoctor(o: { json?: boolean }): Promise<void> {
+  // The backend MPA chooses (its first CRC chooses it); a pin it cannot honour (RDDP_CRC32C) is an error.
+  let backend: string | Error;
+  try {
+    const mpa = await import('@rddp/llp-mpa-tcp');
+    mpa.crc32c(CHECK);
+    backend = mpa.crc32cBackend;
+  } catch (e) {
+    backend = e instanceof Error ? e : new Error(String(e));
+  }
+  const lines = doctorLines(backend);
+  for (const l of lines) console.log(o.json ? JSON.stringify(l) : doctorLine(l));
+  // Something missing is reported, not a failure; a pin that cannot be honoured is (as every command fails).
+  if (typeof backend !== 'string') process.exitCode = 1;
 }
