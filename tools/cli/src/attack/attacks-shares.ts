@@ -203,7 +203,14 @@ export const SHARE_ATTACKS: readonly Attack[] = [
         const c = await rawMpa(ports.tcp, '127.0.0.8');
         if (!c) return 0;
         c.socket.write(untagged(3, 0, 1, advertisement(64 * 1024 * 1024)));
-        await Promise.race([c.closed, sleep(60_000, undefined, { signal }).catch(() => {})]);
+        // Held until the target closes it or the attack stops; the abort listener goes with the connection.
+        let stop = () => {};
+        const stopped = new Promise<void>((resolve) => (stop = resolve));
+        signal.addEventListener('abort', stop, { once: true });
+        const cap = setTimeout(stop, 60_000);
+        await Promise.race([c.closed, stopped]);
+        clearTimeout(cap);
+        signal.removeEventListener('abort', stop);
         c.socket.destroy();
         return 1;
       }),

@@ -148,7 +148,10 @@ export async function runAttack(
     await sleep(500);
     const idle = await target.stats();
     const honest = honestClient(attack.transport, target.ports, stopHonest.signal);
-    await sleep(2000); // warm-up: the honest connection is up
+    // Warm-up: the honest client has completed an operation, and a moment more for its working set.
+    const warmUntil = performance.now() + 10_000;
+    while (honest.ops() === 0 && performance.now() < warmUntil) await sleep(50);
+    await sleep(300);
     const before = await target.stats();
     const stopAttack = new AbortController();
     const running = attack.run(target.ports, stopAttack.signal);
