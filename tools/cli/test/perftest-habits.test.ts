@@ -89,6 +89,29 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     expect(served.out).toContain(events);
   }, 60_000);
 
+  it('-b on both ends: each end runs read_bw towards the other at once; both print the line of both directions', async () => {
+    const port = String(await freePort());
+    const args = ['-p', port, '-b', '-n', '100', '-s', '4096'];
+    const server = procs.run(['perf', 'read_bw', ...args]);
+    await outputMatches(server.child, 'stderr', /listening/);
+    const client = await procs.run(['perf', 'read_bw', '127.0.0.1', ...args]).done;
+    expect(client.code, client.err).toBe(0);
+    const served = await server.done;
+    expect(served.code, served.err).toBe(0);
+    // The server's own Reads of the client's region, verified (a failed check would say so).
+    expect(served.err).toContain('rddp perf: -b: 100 operations of 4096 octets towards the client\n');
+    for (const out of [client.out, served.out]) expect(out).toContain('READ Bidirectional BW Test (rddp)');
+    const line = (out: string) => out.split('\n').find((l) => /^ 4096\s/.test(l));
+    expect(line(client.out)).toMatch(/^ 4096\s+100\s+\d/);
+    expect(line(served.out)).toBe(line(client.out));
+    // perftest: "Bidirectional is only available in BW test"; send_bw's credits run one way here.
+    for (const test of ['send_lat', 'send_bw']) {
+      const bad = await cli(['perf', test, '--loopback', '-b']).done;
+      expect(bad.code, test).toBe(2);
+      expect(bad.err, test).toMatch(/^rddp: -b (applies to the bandwidth tests|runs write_bw, read_bw, atomic_bw)/);
+    }
+  }, 60_000);
+
   it("`--debug` is rddp perf's debug; -d takes a device name", async () => {
     const r = await cli(['perf', 'write_bw', '--loopback', '--transport', 'loopback', '-n', '10', '--debug']).done;
     expect(r.code, r.err).toBe(0);
@@ -290,6 +313,7 @@ describe('rddp start-up: only the command that runs is loaded (issue 37)', () =>
     for (const flag of [
       '-d, --ib-dev <dev>',
       '-R, --rdma_cm',
+      '-b, --bidirectional',
       '-e, --events',
       '-F, --CPU-freq',
       '--report_gbits',

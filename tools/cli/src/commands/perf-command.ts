@@ -134,6 +134,10 @@ export function registerPerf(program: Command): void {
     )
     .option('-R, --rdma_cm', "perftest's connect-through-rdma_cm: how rddp connects anyway (noted in the header)")
     .option(
+      '-b, --bidirectional',
+      "perftest's bidirectional bandwidth: both ends run the test towards each other at once, each line sums both (write_bw, read_bw, atomic_bw; give it to both ends)",
+    )
+    .option(
       '-e, --events',
       "perftest's CQ completion events instead of busy polling: how rddp's completions always arrive (accepted, no effect; noted in the header)",
     )

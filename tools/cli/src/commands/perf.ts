@@ -46,6 +46,7 @@ import {
   PERF_MAX_WARM_UP,
 } from '../perf/limits.js';
 import { connectQps, perfClientQps, type QpsRow, qpsJson, qpsRows } from '../perf/qps.js';
+import { BIDIRECTIONAL_TESTS } from '../perf/tests.js';
 import { isPerfWorker, runPerfPrimary, runPerfWorker, workerCount } from '../perf/workers.js';
 import { octets, type Progress, type ProgressSink, startProgress } from '../progress.js';
 import { mpaLines, type ToolTransport, toolTransport, transportLabelOf, UsageError } from '../transports.js';
@@ -103,6 +104,8 @@ export interface PerfOptions {
   ibDev?: string;
   /** perftest's `-R, --rdma_cm`: connect through rdma_cm — how rddp connects anyway (noted in the header). */
   rdmaCm?: boolean;
+  /** perftest's `-b, --bidirectional`: both ends run the bandwidth test at once (give it to both ends). */
+  bidirectional?: boolean;
   /** perftest's `-e, --events`: completions as CQ events — how rddp's always arrive (a no-op, noted in the header). */
   events?: boolean;
   /** perftest's `-F, --CPU-freq`: do not fail on CPU frequency warnings (rddp makes none: a no-op). */
@@ -145,6 +148,12 @@ export function perfParams(test: string, o: PerfOptions): PerfParams {
   if (!(PERF_TESTS as readonly string[]).includes(test))
     throw new UsageError(`unknown test '${test}' (one of: ${PERF_TESTS.join(', ')})`);
   const size = int('-s', o.size, 1, PERF_MAX_MESSAGE);
+  if (o.bidirectional && !(BIDIRECTIONAL_TESTS as readonly string[]).includes(test))
+    throw new UsageError(
+      test.endsWith('_lat')
+        ? '-b applies to the bandwidth tests (as perftest: bidirectional is only available in BW tests)'
+        : `-b runs ${BIDIRECTIONAL_TESTS.join(', ')} (send_bw's receive credits run one way only)`,
+    );
   return {
     test: test as PerfTest,
     sizes: o.all ? allSizes() : [size],
@@ -154,6 +163,7 @@ export function perfParams(test: string, o: PerfOptions): PerfParams {
     ...(o.cqMod !== undefined ? { cqMod: int('--cq-mod', o.cqMod, 1, PERF_MAX_TX_DEPTH) } : {}),
     ...(o.outs !== undefined ? { outs: int('--outs', o.outs, 1, PERF_MAX_OUTS) } : {}),
     verify: o.verify,
+    ...(o.bidirectional ? { bidirectional: true } : {}),
   };
 }
 
@@ -177,6 +187,8 @@ export function serverRun(
     ...(given('size') || given('all') ? { sizes: p.sizes } : {}),
     ...(given('iters') ? { iters: p.iters } : {}),
     ...(given('duration') && p.durationS !== undefined ? { durationS: p.durationS } : {}),
+    // perftest's -b is SYMMETRIC: the server's flag, given or not, fixes it.
+    bidirectional: p.bidirectional === true,
   };
 }
 
@@ -225,7 +237,9 @@ export const PERF_DEVICE = 'rddp0';
 
 export function printHeader(p: PerfParams, tt: string, print: (s: string) => void, h: PerfHeaderInfo = {}): void {
   print(RULE);
-  print(`                    ${p.test.replace('_', ' ').toUpperCase()} Test (rddp)`);
+  // perftest's title: `RDMA_Write Bidirectional BW Test` under -b.
+  const [verb, kind] = p.test.toUpperCase().split('_');
+  print(`                    ${verb}${p.bidirectional ? ' Bidirectional' : ''} ${kind} Test (rddp)`);
   // perftest's -e line; rddp's verbs deliver every completion as an event, polled or not.
   if (h.events) print(" Test with events: rddp's completions always arrive as events (-e changes nothing)");
   print(

@@ -50,9 +50,11 @@ export interface PerfParams {
   /** RDMA Reads and atomics outstanding at once (perftest's `--outs`: the ORD, RFC 5040 §6.1). */
   readonly outs?: number;
   readonly verify: boolean;
+  /** perftest's `-b`: both ends run the bandwidth test towards each other at once (BIDIRECTIONAL_TESTS). */
+  readonly bidirectional?: boolean;
 }
 
-import { CQ_MOD_SIZE_LIMIT, DEFAULT_CQ_MOD, DEFAULT_OUTS, PERF_MAX_OUTS } from './limits.js';
+import { CQ_MOD_SIZE_LIMIT, DEFAULT_CQ_MOD, DEFAULT_OUTS, PERF_MAX_OUTS, PERF_MAX_TX_DEPTH } from './limits.js';
 
 export type PerfResult =
   | { kind: 'bw'; row: BwRow; verified: boolean }
@@ -214,8 +216,10 @@ export async function perfServe(
     ...(perfDebug.log ? { debug: perfDebug.log } : {}),
     ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
     ...(options.device ? { device: options.device } : {}),
-    // The server answers one message at a time (READY, credits, echoes, write_lat's replies).
-    maxSendWr: CONTROL_SENDS * 4,
+    // The server answers one message at a time (READY, credits, echoes, write_lat's replies); under -b
+    // it also keeps a client-chosen tx-depth of operations outstanding.
+    maxSendWr: CONTROL_SENDS * 4 + PERF_MAX_TX_DEPTH,
+    ord: PERF_MAX_OUTS,
     // Reads and atomics a client may have outstanding (its --outs) are served at once, up to the most
     // --outs allows (RFC 5040 §6.1: the requester's ORD must not exceed the responder's IRD).
     ird: PERF_MAX_OUTS,
@@ -354,6 +358,8 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
   }
   let results: PerfResult[];
   try {
+    if (p.bidirectional && hello.back)
+      await serveBack(s, ctl, p, { stag: hello.back.rkey, to: BigInt(hello.back.addr) }, log);
     results = checkResult(await ctl.recv(), p);
   } finally {
     stop = true;
@@ -361,6 +367,167 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
   log(`run finished: ${results.length} sizes`);
   await s.close().catch(() => {});
   return results;
+}
+
+/** One size's figures from this end's direction of a `-b` run, sent to the client after the size. */
+interface Side {
+  type: 'side';
+  verified: boolean;
+  row: BwRow;
+}
+
+/**
+ * `-b`, server side: each size, once the client says it starts (START), the same operations towards the
+ * client's `back` region, verified as the client verifies its own; the figures go back as SIDE.
+ */
+async function serveBack(
+  s: PerfSession,
+  ctl: Control,
+  p: PerfParams,
+  back: RemoteBuffer,
+  log: (s: string) => void,
+): Promise<void> {
+  const source = s.register(new Uint8Array(maxSize(p)), Access.LocalRead | Access.LocalWrite);
+  const sq = new SendQueueWindow(s);
+  const st: BwState = { atomicOps: 0n, credits: 0 };
+  try {
+    for (const size of p.test.startsWith('atomic') ? [8] : p.sizes) {
+      const m = parseControl(await ctl.recv());
+      if (m?.type !== 'start') throw new PerfBadMessageError('a -b client sent no START before a size');
+      fillPattern(source.buffer.subarray(0, size), size);
+      const row = await bwSize(s, sq, p, size, source, back, st);
+      const verified = p.verify ? await verify(s, p.test, size, source, back, st.atomicOps) : true;
+      const side: Side = { type: 'side', verified, row };
+      await ctl.send(side);
+      log(`-b: ${row.iterations} operations of ${size} octets towards the client${verified ? '' : ' (VERIFY FAILED)'}`);
+    }
+  } finally {
+    sq.stop();
+  }
+}
+
+function parseControl(octets: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const m: unknown = JSON.parse(new TextDecoder().decode(octets));
+    return typeof m === 'object' && m !== null && !Array.isArray(m) ? (m as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The server's SIDE of a `-b` size, checked. */
+function readSide(octets: Uint8Array, size: number): Side {
+  const m = parseControl(octets);
+  const row = m?.row as Record<string, unknown> | undefined;
+  const ok =
+    m?.type === 'side' &&
+    typeof m.verified === 'boolean' &&
+    row !== undefined &&
+    row.bytes === size &&
+    ['iterations', 'peakMBps', 'avgMBps', 'msgRateMpps'].every((k) => typeof row[k] === 'number' || row[k] === null);
+  if (!ok) throw new PerfBadMessageError(`the server sent no SIDE for the ${size}-octet size of a -b run`);
+  return m as unknown as Side;
+}
+
+/** perftest's bidirectional line: this end's iterations, both ends' rates summed (print_full_bw_report). */
+function bothWays(mine: BwRow, verified: boolean, side: Side): PerfResult {
+  const num = (v: number | null) => v ?? Number.NaN;
+  return {
+    kind: 'bw',
+    verified: verified && side.verified,
+    row: {
+      bytes: mine.bytes,
+      iterations: mine.iterations,
+      peakMBps: mine.peakMBps + num(side.row.peakMBps),
+      avgMBps: mine.avgMBps + num(side.row.avgMBps),
+      msgRateMpps: mine.msgRateMpps + num(side.row.msgRateMpps),
+    },
+  };
+}
+
+/** A bandwidth sender's state across sizes: atomics posted (what the verify sums) and send_bw's credits. */
+interface BwState {
+  atomicOps: bigint;
+  credits: number;
+}
+
+/**
+ * One size of a bandwidth test (perftest's run_iter_bw): `warm` unmeasured operations, `before`, then the
+ * measured ones from `local` towards `remote` until -n or -D, then `after`. Verification is the caller's.
+ */
+async function bwSize(
+  s: PerfSession,
+  sq: SendQueueWindow,
+  p: PerfParams,
+  size: number,
+  local: Mr,
+  remote: RemoteBuffer,
+  st: BwState,
+  warm = 0,
+  before?: () => Promise<void>,
+  after?: () => Promise<void>,
+): Promise<BwRow> {
+  const atomic = p.test.startsWith('atomic');
+  const payload = local.sge(0, size);
+  const until = (start: number, i: number) =>
+    p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
+  // One work request for every operation of the size, posted again and again (as perftest does).
+  const wr = (signaled: boolean): SendWorkRequest =>
+    atomic
+      ? { opcode: 'atomic-fetch-add', sgList: [local.sge(0, 8)], remote, add: ATOMIC_ADD, signaled }
+      : p.test === 'write_bw'
+        ? { opcode: 'rdma-write', sgList: [payload], remote, signaled }
+        : p.test === 'read_bw'
+          ? { opcode: 'rdma-read', sgList: [payload], remote, signaled }
+          : { opcode: 'send', sgList: [payload], signaled };
+  const quiet = wr(false);
+  const signaled = wr(true);
+  const cqMod = cqModFor(p, size);
+  const window = Math.max(p.txDepth, 16);
+  // Posts operations while `more(n)` says the n-th may go, and waits until all have completed.
+  const burst = async (t0: number, more: (n: number) => boolean): Promise<number> => {
+    sq.start(t0, window, size);
+    let posted = 0;
+    let sinceSignal = 0;
+    for (let go = more(0); go; ) {
+      if (p.test === 'send_bw') {
+        while (st.credits === 0) {
+          const c = await s.recv();
+          s.repost(c.sge);
+          st.credits += SEND_CREDIT_BATCH;
+        }
+        st.credits--;
+      }
+      go = more(posted + 1);
+      // The last one is signaled too, so that every work request of the size is accounted for.
+      const signal = ++sinceSignal === cqMod || !go;
+      s.qp.postSend(signal ? signaled : quiet);
+      if (atomic) st.atomicOps++;
+      posted++;
+      if (signal) {
+        sq.signaled(sinceSignal);
+        sinceSignal = 0;
+      }
+      if (sq.outstanding(posted) >= p.txDepth) await sq.room(posted, p.txDepth);
+    }
+    await sq.room(posted, 1);
+    return posted;
+  };
+  // --warm-up: operations posted the same way and not measured (a warm JIT, as perftest's -D margin).
+  if (warm > 0) await burst(performance.now(), (n) => n < warm);
+  await before?.();
+  const t0 = performance.now();
+  const posted = await burst(t0, (n) => until(t0, n));
+  const ms = performance.now() - t0;
+  await after?.();
+  const avg = mbPerSec(posted * size, ms);
+  return {
+    bytes: size,
+    iterations: posted,
+    peakMBps: Math.max(sq.peak, avg),
+    avgMBps: avg,
+    msgRateMpps: posted / (ms * 1000),
+  };
 }
 
 /** Client side: runs every size and returns one result per size. */
@@ -385,6 +552,8 @@ export async function perfClient(
     ...(options.device ? { device: options.device } : {}),
     maxSendWr: p.txDepth + CONTROL_SENDS,
     ord: p.outs ?? DEFAULT_OUTS,
+    // -b: the server's Reads and atomics towards this end are served as the server serves the client's.
+    ...(p.bidirectional ? { ird: PERF_MAX_OUTS } : {}),
     maxRecvWr: CONTROL_RECEIVES + SEND_CREDIT_BATCH,
   });
   const watch = new PeerWatch(conn, s.qp.terminate$);
@@ -407,7 +576,16 @@ async function clientRun(
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
   const ctl = new Control(s, isSend ? 0 : CONTROL_RECEIVES);
   const local = s.register(new Uint8Array(maxSize(p)), Access.RemoteWrite | Access.LocalRead | Access.LocalWrite);
+  // -b: the region the server's operations reach (its Writes land, its Reads and atomics read).
+  const back = p.bidirectional
+    ? s.register(
+        new Uint8Array(maxSize(p)),
+        Access.RemoteWrite | Access.RemoteRead | Access.RemoteAtomic | Access.LocalRead | Access.LocalWrite,
+      )
+    : undefined;
+  if (back && p.test === 'read_bw') fillPattern(back.buffer, 1);
   const hello: Hello = {
+    ...(back ? { back: { addr: back.baseTo.toString(), rkey: back.stag } } : {}),
     type: 'hello',
     version: PERF_PROTOCOL_VERSION,
     params: p,
@@ -452,79 +630,24 @@ async function clientRun(
   const sq = new SendQueueWindow(s, options.onMoved);
   const moved = options.onMoved;
   // send_bw flow control: the server posted this many receives and announces each batch it posts again.
-  let credits = SEND_CREDIT_BATCH * 2;
+  const st: BwState = { atomicOps: 0n, credits: SEND_CREDIT_BATCH * 2 };
   const until = (start: number, i: number) =>
     p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
-  let atomicOps = 0n;
   try {
     for (const [k, size] of (atomic ? [8] : p.sizes).entries()) {
       fillPattern(local.buffer.subarray(0, size), size);
       const payload = local.sge(0, size);
       let result: PerfResult;
       if (p.test.endsWith('_bw')) {
-        // One work request for every operation of the size, posted again and again (as perftest does).
-        const wr = (signaled: boolean): SendWorkRequest =>
-          atomic
-            ? { opcode: 'atomic-fetch-add', sgList: [local.sge(0, 8)], remote, add: ATOMIC_ADD, signaled }
-            : p.test === 'write_bw'
-              ? { opcode: 'rdma-write', sgList: [payload], remote, signaled }
-              : p.test === 'read_bw'
-                ? { opcode: 'rdma-read', sgList: [payload], remote, signaled }
-                : { opcode: 'send', sgList: [payload], signaled };
-        const quiet = wr(false);
-        const signaled = wr(true);
-        const cqMod = cqModFor(p, size);
-        const window = Math.max(p.txDepth, 16);
-        // Posts operations while `more(n)` says the n-th may go, and waits until all have completed.
-        const burst = async (t0: number, more: (n: number) => boolean): Promise<number> => {
-          sq.start(t0, window, size);
-          let posted = 0;
-          let sinceSignal = 0;
-          for (let go = more(0); go; ) {
-            if (p.test === 'send_bw') {
-              while (credits === 0) {
-                const c = await s.recv();
-                s.repost(c.sge);
-                credits += SEND_CREDIT_BATCH;
-              }
-              credits--;
-            }
-            go = more(posted + 1);
-            // The last one is signaled too, so that every work request of the size is accounted for.
-            const signal = ++sinceSignal === cqMod || !go;
-            s.qp.postSend(signal ? signaled : quiet);
-            if (atomic) atomicOps++;
-            posted++;
-            if (signal) {
-              sq.signaled(sinceSignal);
-              sinceSignal = 0;
-            }
-            if (sq.outstanding(posted) >= p.txDepth) await sq.room(posted, p.txDepth);
-          }
-          await sq.room(posted, 1);
-          return posted;
+        const before = async () => {
+          await line(options.start);
+          if (back) await ctl.send({ type: 'start' }); // -b: the server's operations of this size start too
         };
-        // --warm-up: operations posted the same way and not measured (a warm JIT, as perftest's -D margin).
-        const warm = options.warmUp ?? 0;
-        if (warm > 0) await burst(performance.now(), (n) => n < warm);
-        await line(options.start);
-        const t0 = performance.now();
-        const posted = await burst(t0, (n) => until(t0, n));
-        const ms = performance.now() - t0;
-        await line(options.finish);
-        const avg = mbPerSec(posted * size, ms);
-        const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
-        result = {
-          kind: 'bw',
-          verified,
-          row: {
-            bytes: size,
-            iterations: posted,
-            peakMBps: Math.max(sq.peak, avg),
-            avgMBps: avg,
-            msgRateMpps: posted / (ms * 1000),
-          },
-        };
+        const row = await bwSize(s, sq, p, size, local, remote, st, options.warmUp ?? 0, before, () =>
+          line(options.finish),
+        );
+        const verified = p.verify ? await verify(s, p.test, size, local, remote, st.atomicOps) : true;
+        result = back ? bothWays(row, verified, readSide(await ctl.recv(), size)) : { kind: 'bw', verified, row };
       } else {
         // Preallocated, as perftest allocates its timestamp arrays before the loop: no array grows (and is
         // copied) inside a measured round trip.
@@ -560,7 +683,7 @@ async function clientRun(
             const ts = performance.now();
             if (atomic) {
               await s.qp.fetchAdd(local.sge(0, 8), remote, ATOMIC_ADD);
-              atomicOps++;
+              st.atomicOps++;
             } else if (p.test === 'read_lat') {
               await s.qp.read(payload, remote);
             } else {
@@ -574,7 +697,7 @@ async function clientRun(
           }
         }
         await line(options.finish);
-        const verified = p.verify ? await verify(s, p.test, size, local, remote, atomicOps) : true;
+        const verified = p.verify ? await verify(s, p.test, size, local, remote, st.atomicOps) : true;
         result = {
           kind: 'lat',
           verified,

@@ -14,7 +14,7 @@ import {
   PERF_MAX_ITERS,
   PERF_MAX_TX_DEPTH,
 } from './limits.js';
-import { PERF_TESTS, type PerfTest } from './tests.js';
+import { BIDIRECTIONAL_TESTS, PERF_TESTS, type PerfTest } from './tests.js';
 
 /** What a server lets one client ask for. */
 export interface PerfServerLimits {
@@ -61,13 +61,16 @@ export interface Hello {
   /** Client's own region (latency tests: the server writes back into it), a decimal Tagged Offset. */
   addr: string;
   rkey: number;
+  /** `-b`: the client's region the server's operations reach. */
+  back?: { addr: string; rkey: number };
 }
 
 /** Octets the server allocates for one stream serving `p` (besides the HELLO buffer). */
 export function serverMemory(p: PerfParams): number {
   const size = Math.max(...p.sizes, 1);
   const isSend = p.test === 'send_bw' || p.test === 'send_lat';
-  return size + (isSend ? SEND_RECEIVES * Math.max(CONTROL_SIZE, size) : 4 * CONTROL_SIZE);
+  // -b: a second region, the source (or Read sink) of the server's own operations.
+  return (p.bidirectional ? 2 : 1) * size + (isSend ? SEND_RECEIVES * Math.max(CONTROL_SIZE, size) : 4 * CONTROL_SIZE);
 }
 
 /** The server's running total of what its clients hold (PerfServerLimits.maxMemory). */
@@ -95,6 +98,8 @@ export interface PerfServerRun {
   readonly sizes?: readonly number[];
   readonly iters?: number;
   readonly durationS?: number;
+  /** perftest's `-b` is given to both ends (SYMMETRIC): a server's `-b` or its absence fixes it. */
+  readonly bidirectional?: boolean;
 }
 
 /** A run's sizes and length as the flags that ask for them: `-s 4096`, `-a`, `-n 1000`, `-D 5`. */
@@ -112,6 +117,12 @@ function checkRun(p: PerfParams, run: PerfServerRun): void {
   if (run.sizes && (p.sizes.length !== run.sizes.length || p.sizes.some((s, i) => s !== run.sizes?.[i])))
     throw new PerfHelloRefusedError(
       `this server runs ${sizesFlag(run.sizes)}, the client asked for ${sizesFlag(p.sizes)}`,
+    );
+  if (run.bidirectional !== undefined && !!p.bidirectional !== run.bidirectional)
+    throw new PerfHelloRefusedError(
+      run.bidirectional
+        ? 'this server runs -b (bidirectional), the client asked for one direction'
+        : 'this server runs one direction, the client asked for -b (bidirectional): give -b to both ends',
     );
   if (run.durationS !== undefined && p.durationS !== run.durationS)
     throw new PerfHelloRefusedError(`this server runs -D ${run.durationS}, the client asked for ${lengthFlag(p)}`);
@@ -176,6 +187,17 @@ export function checkHello(
   if (typeof msg.addr !== 'string' || !/^\d{1,20}$/.test(msg.addr) || BigInt(msg.addr) > MAX_U64)
     throw new PerfHelloRefusedError(`addr ${q(msg.addr)} is not a 64-bit Tagged Offset`);
   const rkey = integer('rkey', msg.rkey, 0, 0xffff_ffff);
+  if (p.bidirectional !== undefined && typeof p.bidirectional !== 'boolean')
+    throw new PerfHelloRefusedError(`bidirectional ${q(p.bidirectional)} is not a boolean`);
+  let back: Hello['back'];
+  if (p.bidirectional) {
+    if (!(BIDIRECTIONAL_TESTS as readonly string[]).includes(p.test))
+      throw new PerfHelloRefusedError(`-b (bidirectional) runs ${BIDIRECTIONAL_TESTS.join(', ')}, not ${p.test}`);
+    const b = msg.back;
+    if (!isObject(b) || typeof b.addr !== 'string' || !/^\d{1,20}$/.test(b.addr) || BigInt(b.addr) > MAX_U64)
+      throw new PerfHelloRefusedError('a -b HELLO without the back region (a 64-bit Tagged Offset)');
+    back = { addr: b.addr, rkey: integer('back.rkey', b.rkey, 0, 0xffff_ffff) };
+  }
   const params: PerfParams = {
     test: p.test as PerfTest,
     sizes,
@@ -183,6 +205,7 @@ export function checkHello(
     ...(durationS !== undefined ? { durationS } : {}),
     txDepth,
     verify: p.verify,
+    ...(p.bidirectional ? { bidirectional: true } : {}),
   };
   checkRun(params, run);
   const need = serverMemory(params);
@@ -190,7 +213,7 @@ export function checkHello(
     throw new PerfHelloRefusedError(
       `${p.test} of ${Math.max(...sizes)} octets needs ${need} octets of buffers, over this server's --max-memory ${limits.maxMemory}`,
     );
-  return { type: 'hello', version: PERF_PROTOCOL_VERSION, params, addr: msg.addr, rkey };
+  return { type: 'hello', version: PERF_PROTOCOL_VERSION, params, addr: msg.addr, rkey, ...(back ? { back } : {}) };
 }
 
 /** A number or JSON's null (NaN, Infinity) as a number. */

@@ -11,3 +11,6 @@ export const PERF_TESTS = [
 ] as const;
 
 export type PerfTest = (typeof PERF_TESTS)[number];
+
+/** The bandwidth tests `-b` runs both ways (send_bw's receive credits run one way only). */
+export const BIDIRECTIONAL_TESTS: readonly PerfTest[] = ['write_bw', 'read_bw', 'atomic_bw'];
