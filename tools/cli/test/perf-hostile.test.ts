@@ -70,6 +70,13 @@ const hostile: [string, string, RegExp][] = [
   ['an rkey of -1', hello({}, { rkey: -1 }), /rkey -1 is under 0/],
   ['no params', JSON.stringify({ type: 'hello', version: 2 }), /HELLO without params/],
   ['a JSON array', '[1,2,3]', /the first message is not a HELLO/],
+  ['bidirectional "yes"', hello({ bidirectional: 'yes' }), /bidirectional "yes" is not a boolean/],
+  ['a -b HELLO without its back region', hello({ bidirectional: true }), /a -b HELLO without the back region/],
+  [
+    '-b to a server not given -b',
+    hello({ bidirectional: true }, { back: { addr: '4096', rkey: 2 } }),
+    /this server runs one direction, the client asked for -b/,
+  ],
   ['8 MiB over a 4 MiB --max-memory', hello({ sizes: [8 << 20] }), /over this server's --max-memory 4194304/],
 ];
 
