@@ -207,6 +207,7 @@ export const SHARE_ATTACKS: readonly Attack[] = [
         let stop = () => {};
         const stopped = new Promise<void>((resolve) => (stop = resolve));
         signal.addEventListener('abort', stop, { once: true });
+        if (signal.aborted) stop(); // stopped while this connection was being made
         const cap = setTimeout(stop, 60_000);
         await Promise.race([c.closed, stopped]);
         clearTimeout(cap);

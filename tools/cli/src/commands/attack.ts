@@ -151,6 +151,7 @@ export async function runAttack(
     // Warm-up: the honest client has completed an operation, and a moment more for its working set.
     const warmUntil = performance.now() + 10_000;
     while (honest.ops() === 0 && performance.now() < warmUntil) await sleep(50);
+    if (honest.ops() === 0) log(`${attack.name}: the honest client completed nothing in 10 s of warm-up`);
     await sleep(300);
     const before = await target.stats();
     const stopAttack = new AbortController();
