@@ -131,3 +131,23 @@ describe('rddp conformance --listen: the queue of clients', () => {
     expect(c.heldOctets).toBeLessThanOrEqual(MAX_RECEIVED_PER_CONNECTION);
   }, 120_000);
 });
+
+describe('the listener closing while a case waits for a client', () => {
+  it('ends the wait with ERR_CONFORMANCE_LISTENER_CLOSED at once, and no timer outlives the listener', async () => {
+    const l = await WireListener.listen(0);
+    const escaped: unknown[] = [];
+    const onEscape = (e: unknown) => escaped.push(e);
+    process.on('uncaughtException', onEscape);
+    try {
+      const waiting = l.accept(150);
+      await l.close();
+      await expect(waiting).rejects.toMatchObject({ code: 'ERR_CONFORMANCE_LISTENER_CLOSED' });
+      // Past the wait's bound: a timer left behind would fire now, on a server with no address.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(escaped).toEqual([]);
+      expect(l.port).toBeGreaterThan(0);
+    } finally {
+      process.off('uncaughtException', onEscape);
+    }
+  });
+});

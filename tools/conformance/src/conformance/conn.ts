@@ -3,7 +3,12 @@
  * be written afterwards (--pcap) and every wait on the target is bounded.
  */
 import net from 'node:net';
-import { ConformanceOverflowError, ConformancePeerClosedError, ConformanceTimeoutError } from './errors.js';
+import {
+  ConformanceListenerClosedError,
+  ConformanceOverflowError,
+  ConformancePeerClosedError,
+  ConformanceTimeoutError,
+} from './errors.js';
 
 /** One chunk of the flow: `tx` from the kit, `rx` from the target. */
 export interface TrafficRecord {
@@ -263,11 +268,16 @@ export class WireConn {
 export class WireListener {
   private readonly queue: WireConn[] = [];
   private waiting: ((c: WireConn) => void) | undefined;
+  /** The pending `accept`'s bound and rejection: `close` ends it, so no timer outlives the listener. */
+  private pending: { timer: NodeJS.Timeout; reject: (e: Error) => void } | undefined;
+  /** The port listened on, kept: a closed server has no address. */
+  readonly port: number;
   /** Clients refused because MAX_QUEUED_CLIENTS already waited. */
   refused = 0;
   /** One-line notes (a refused client). */
   onNote: ((line: string) => void) | undefined;
   private constructor(readonly server: net.Server) {
+    this.port = (server.address() as net.AddressInfo).port;
     server.on('connection', (s) => {
       const w = this.waiting;
       if (w) {
@@ -302,10 +312,6 @@ export class WireListener {
     });
   }
 
-  get port(): number {
-    return (this.server.address() as net.AddressInfo).port;
-  }
-
   /** The next client's connection, within `ms`. */
   accept(ms: number): Promise<WireConn> {
     const q = this.queue.shift();
@@ -314,12 +320,15 @@ export class WireListener {
       return Promise.resolve(q);
     }
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => {
+      const timer = setTimeout(() => {
         this.waiting = undefined;
+        this.pending = undefined;
         reject(new ConformanceTimeoutError(`no client connected to port ${this.port} within ${ms} ms`));
       }, ms);
+      this.pending = { timer, reject };
       this.waiting = (c) => {
-        clearTimeout(t);
+        clearTimeout(timer);
+        this.pending = undefined;
         resolve(c);
       };
     });
@@ -327,6 +336,15 @@ export class WireListener {
 
   close(): Promise<void> {
     for (const c of this.queue.splice(0)) c.destroy();
+    const p = this.pending;
+    if (p) {
+      clearTimeout(p.timer);
+      this.pending = undefined;
+      this.waiting = undefined;
+      p.reject(
+        new ConformanceListenerClosedError(`the listener on port ${this.port} closed while a case waited for a client`),
+      );
+    }
     if (this.refused > 1)
       this.onNote?.(`${this.refused} clients refused in all (more than ${MAX_QUEUED_CLIENTS} waiting)`);
     return new Promise((resolve) => this.server.close(() => resolve()));

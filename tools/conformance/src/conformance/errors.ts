@@ -18,6 +18,11 @@ export class ConformanceTimeoutError extends ConformanceError {
   readonly code = 'ERR_CONFORMANCE_TIMEOUT';
 }
 
+/** The kit's own listener closed while a case waited for a client (`WireListener.close`). */
+export class ConformanceListenerClosedError extends ConformanceError {
+  readonly code = 'ERR_CONFORMANCE_LISTENER_CLOSED';
+}
+
 /** The target closed or reset the connection while the case waited for more. */
 export class ConformancePeerClosedError extends ConformanceError {
   readonly code = 'ERR_CONFORMANCE_PEER_CLOSED';
