@@ -36,17 +36,36 @@ class LongFilesFirst extends BaseSequencer {
   }
 }
 
+/**
+ * In-process tests: the packages' own tests and the integration tests. They import the protocol stack's
+ * TypeScript sources and run nothing outside the process, so a worker keeps one module graph across files
+ * (vitest's `isolate: false`) instead of loading it again per file. They must leave nothing behind:
+ * sockets closed, timers cleared (a timer firing in a later file fails that file).
+ */
+export const IN_PROCESS = ['packages/*/test/**/*.test.ts', 'test/integration/**/*.test.ts'];
+
 // Tests import packages' TypeScript sources through the `@rddp/source` export condition,
 // so `vitest` needs no build step; `tsc -b` type-checks the same sources.
 export default defineConfig({
   resolve: { conditions: ['@rddp/source'] },
   ssr: { resolve: { conditions: ['@rddp/source'] } },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'tools/*/test/**/*.test.ts', 'test/**/*.test.ts', 'docs/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
     maxWorkers: workers,
     sequence: { sequencer: LongFilesFirst },
+    projects: [
+      { extends: true, test: { name: 'in-process', include: IN_PROCESS, isolate: false } },
+      {
+        extends: true,
+        // Tools and end-to-end tests (child processes, captures, namespaces, installs): a fresh worker each.
+        test: {
+          name: 'tools',
+          include: ['tools/*/test/**/*.test.ts', 'test/**/*.test.ts', 'docs/**/*.test.ts'],
+          exclude: ['**/node_modules/**', 'test/integration/**'],
+        },
+      },
+    ],
   },
 });

@@ -1,16 +1,18 @@
 import { defineConfig } from 'vitest/config';
-import base from './vitest.config';
+import base, { IN_PROCESS } from './vitest.config';
 
 /**
- * `pnpm test:quick`: the unit tests of the packages and the in-process integration tests — no child
- * processes, no wire captures (tshark), no network namespaces, no package install, none of the long
- * compliance runs. `pnpm test` (what CI runs) still runs every test file.
+ * `pnpm test:quick`: the in-process tests (the packages' unit tests and the integration tests), one module
+ * graph per worker — no child processes, no wire captures (tshark), no network namespaces, no package
+ * install, none of the long compliance runs. `pnpm test` (what CI runs) still runs every test file.
  */
 export default defineConfig({
   ...base,
   test: {
     ...base.test,
-    include: ['packages/*/test/**/*.test.ts', 'test/integration/**/*.test.ts'],
+    projects: undefined,
+    isolate: false,
+    include: IN_PROCESS,
     exclude: [
       '**/node_modules/**',
       // child processes, tshark, TUN devices, installs

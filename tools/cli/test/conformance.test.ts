@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, listening, run } from './procs.js';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
+const LOOP = path.resolve(__dirname, 'fixtures/rping-client-loop.mjs');
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) c.kill('SIGKILL');
@@ -82,18 +83,20 @@ describe('rddp conformance --target: the kit as client of `rping -s -P`', () => 
   }, 60_000);
 });
 
-/** Keeps `n` rping clients running against the kit until it is done (one connection per case). */
-function clientPump(port: number, m: M, n = 3): { stop(): void } {
-  let stopped = false;
-  const one = () => {
-    if (stopped) return;
-    const c = node(['rping', '-c', '-a', '127.0.0.1', '-p', String(port), '-C', '1', ...rpingFlags(m)]);
-    c.once('exit', () => setTimeout(one, 20));
-  };
-  for (let i = 0; i < n; i++) one();
+/**
+ * Keeps `n` `rping -c` clients connecting to the kit until it is done (one connection per case): one
+ * separate process running the CLI's rping client again and again (fixtures/rping-client-loop.mjs).
+ */
+function clientPump(port: number, m: M, n = 2): { stop(): void } {
+  const c = spawn(
+    process.execPath,
+    [LOOP, String(n), '-a', '127.0.0.1', '-p', String(port), '-C', '1', ...rpingFlags(m)],
+    { stdio: 'ignore' },
+  );
+  children.push(c);
   return {
     stop() {
-      stopped = true;
+      c.kill('SIGKILL');
     },
   };
 }
@@ -104,7 +107,7 @@ async function listenRun(m: M, only?: string): Promise<RunSummary> {
     return await runKit({
       listen: '0',
       ...kitMode(m),
-      // Each case waits for a separate `rping -c` process to start and connect: generous on a loaded CI machine.
+      // Each case waits for the next `rping -c` connection: generous on a loaded CI machine.
       wait: '10000',
       caseTimeout: '30000',
       ...(only ? { only } : {}),
