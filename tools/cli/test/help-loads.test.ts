@@ -23,7 +23,7 @@ const MAIN = path.resolve(__dirname, '../dist/main.js');
 const ROOT = path.resolve(__dirname, '../../..');
 
 /** What `<command> --help` must not load: the protocol packages and the stack's libraries. */
-const PROTOCOL = /^(@rddp\/(ddp|rdmap|verbs|llp-.+|conformance|stack)|rxjs|inversify)$/;
+const PROTOCOL = /^(@rddp\/(ddp|rdmap|verbs|llp|llp-.+|sctp|conformance|stack)|rxjs|inversify)$/;
 
 const procs = startedProcesses();
 let dir = '';
