@@ -235,8 +235,8 @@ const OTHER_APP: Record<App, RegExp> = {
   // for the 16-octet advertisement, is another application (a perf server sends its HELLO answer).
   rping:
     /(opcode 0x3 [^;]*|a Terminate \(DDP: Untagged Buffer Error[^)]*\)) where the RDMA Read Request of the source buffer was due/,
-  // perf's server answers HELLO with a JSON READY or REFUSED Send.
-  perf: /answer to HELLO is (not JSON|neither READY nor REFUSED)|where READY or REFUSED was due/,
+  // perf's server answers HELLO with a JSON READY or REFUSED Send, naming its perf protocol version.
+  perf: /answer to HELLO is (not JSON|neither READY nor REFUSED)|where READY or REFUSED was due|speaks perf protocol/,
 };
 
 /** After a case: the first honest MPA answer and the first application exchange tell whether the target can be tested. */

@@ -33,6 +33,9 @@ export async function irdOutcome(p: Peer, ird: number): Promise<CaseOutcome> {
   return pass(`IRD ${ird}: all ${ird + 1} Read Requests answered in order`);
 }
 
+/** The perf control protocol's version the kit speaks (HELLO, READY and REFUSED name it; `rddp perf`'s is 2). */
+const PERF_PROTOCOL_VERSION = 2;
+
 /** HELLO → READY; undefined with the reason when the server refuses this test. */
 async function hello(
   p: Peer,
@@ -42,18 +45,23 @@ async function hello(
 ): Promise<{ addr: bigint; rkey: number } | { refused: string }> {
   const msg = {
     type: 'hello',
+    version: PERF_PROTOCOL_VERSION,
     params: { test, sizes, iters, txDepth: 4, verify: false },
     addr: CONTROL_ADDR.toString(),
     rkey: CONTROL_STAG,
   };
   p.s.send(new TextEncoder().encode(JSON.stringify(msg)));
   const m = await p.rx.expect(Opcode.Send, 'READY or REFUSED');
-  let r: { type?: unknown; addr?: unknown; rkey?: unknown; reason?: unknown };
+  let r: { type?: unknown; version?: unknown; addr?: unknown; rkey?: unknown; reason?: unknown };
   try {
     r = JSON.parse(new TextDecoder().decode(m.payload));
   } catch {
     throw new ConformanceProtocolError(`the answer to HELLO is not JSON (${m.payload.byteLength} octets)`);
   }
+  if (r.version !== PERF_PROTOCOL_VERSION)
+    throw new ConformanceProtocolError(
+      `the perf server speaks perf protocol ${typeof r.version === 'number' ? r.version : '1 (no version)'}, the kit ${PERF_PROTOCOL_VERSION}`,
+    );
   if (r.type === 'refused') return { refused: String(r.reason).slice(0, 120) };
   if (r.type !== 'ready' || typeof r.addr !== 'string' || typeof r.rkey !== 'number')
     throw new ConformanceProtocolError('the answer to HELLO is neither READY nor REFUSED');
