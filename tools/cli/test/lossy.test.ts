@@ -10,8 +10,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const RDDP_JS = path.resolve(__dirname, '../dist/main.js');
-const A = 'rddp-lossy-a';
-const B = 'rddp-lossy-b';
+// Per process: two runs of this file on one host (two checkouts, two CI jobs) never share a namespace.
+const A = `rddp-lossy-${process.pid}-a`;
+const B = `rddp-lossy-${process.pid}-b`;
 const ADDR_B = '10.77.0.2';
 
 function sh(args: string[]): string {
@@ -23,8 +24,8 @@ function available(): string | undefined {
   try {
     sh(['ip', '-V']);
     sh(['nft', '--version']);
-    sh(['ip', 'netns', 'add', 'rddp-lossy-probe']);
-    sh(['ip', 'netns', 'del', 'rddp-lossy-probe']);
+    sh(['ip', 'netns', 'add', `rddp-lossy-${process.pid}-p`]);
+    sh(['ip', 'netns', 'del', `rddp-lossy-${process.pid}-p`]);
     return undefined;
   } catch (e) {
     return `needs ip netns and nft: ${(e as Error).message.split('\n')[0]}`;
