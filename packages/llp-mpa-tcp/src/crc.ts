@@ -13,15 +13,18 @@ import {
   CRC32C_PIN_ENV,
   Crc32cBackendMissingError,
   Crc32cBackendUnknownError,
+  type Crc32cChoice,
   type Crc32cLoaders,
+  type IsalCrc32cModule,
+  type NodeRsCrc32Module,
   resolveCrc32cBackend,
+  type Sse4Crc32Module,
 } from '@rddp/llp';
 import { MARKER_INTERVAL, MARKER_LENGTH, writeMarker } from './markers.js';
 
 export { CRC32C_BACKENDS, Crc32cBackendMissingError, Crc32cBackendUnknownError };
 
-type Isal = {
-  calculate(b: Uint8Array, start: number, end: number, crc: number): number;
+type Isal = IsalCrc32cModule & {
   calculateMarked?(b: Uint8Array, start: number, end: number, crc: number, room: number, ptr: number): number;
   crcFrames?(b: Uint8Array, spans: Int32Array, count: number): void;
   copyMarked?: CopyMarked;
@@ -38,8 +41,6 @@ type CopyMarked = (
   room: number,
   ptr: number,
 ) => number;
-type Sse4 = { calculate(b: Uint8Array, initial?: number): number; hardware_support: boolean };
-type NodeRs = { crc32c(b: Uint8Array, initial?: number): number };
 /** CRC32c of `bytes[start, end)` continuing from `crc`. */
 type RangeCrc = (bytes: Uint8Array, start: number, end: number, crc: number) => number;
 
@@ -51,35 +52,34 @@ interface Backend {
 }
 
 const require = createRequire(import.meta.url);
-const CHECK = new TextEncoder().encode('123456789'); // CRC32c check value 0xE3069283 (RFC 3720 §B.4)
 
 const view = (b: Uint8Array, start: number, end: number) =>
   start === 0 && end === b.byteLength ? b : b.subarray(start, end);
 
-function loadNodeRs(): NodeRs | undefined {
-  const m = require('@node-rs/crc32') as NodeRs;
-  return m.crc32c(CHECK) === 0xe3069283 ? m : undefined;
+function loadNodeRs(): NodeRsCrc32Module | undefined {
+  const m = require(CRC32C_BACKENDS['node-rs'].package) as NodeRsCrc32Module;
+  return CRC32C_BACKENDS['node-rs'].check(m) ? m : undefined;
 }
 
-/** MPA's loaders (`RDDP_CRC32C`'s names); each loads its package from here and checks it. */
+/** MPA's loaders (`RDDP_CRC32C`'s names); each loads its package from here and checks it with its entry's `check`. */
 const LOADERS: Crc32cLoaders<Backend> = {
   /**
    * `@rddp/crc32c-isal`, a binding to Intel ISA-L's crc32_iscsi (built where ISA-L's headers are
-   * installed): the fastest, and it takes a byte range, so no subarray is made per call.
+   * installed): the fastest, and it takes a byte range, so no subarray is made per call. Its functions
+   * do not use `this`: `calculate` is called as it is, with nothing in between.
    */
   isal: () => {
     const m = require(CRC32C_BACKENDS.isal.package) as Isal;
-    if (m.calculate(CHECK, 0, CHECK.length, 0) !== 0xe3069283) return undefined;
-    return { range: (b, s, e, c) => m.calculate(b, s, e, c), nativeThreshold: 40, isal: m };
+    return CRC32C_BACKENDS.isal.check(m) ? { range: m.calculate, nativeThreshold: 40, isal: m } : undefined;
   },
   /**
    * `sse4_crc32` (a native addon built where node-gyp and SSE4.2 are available) beats @node-rs/crc32 on
    * long runs but costs a little more per call, so it takes runs of `SSE4_THRESHOLD` octets and more.
    */
   sse4_crc32: () => {
-    const m = require(CRC32C_BACKENDS.sse4_crc32.package) as Sse4;
-    if (!m.hardware_support || m.calculate(CHECK) !== 0xe3069283) return undefined;
-    let rs: NodeRs | undefined;
+    const m = require(CRC32C_BACKENDS.sse4_crc32.package) as Sse4Crc32Module;
+    if (!CRC32C_BACKENDS.sse4_crc32.check(m)) return undefined;
+    let rs: NodeRsCrc32Module | undefined;
     try {
       rs = loadNodeRs();
     } catch {
@@ -98,32 +98,36 @@ const LOADERS: Crc32cLoaders<Backend> = {
 };
 const SSE4_THRESHOLD = 1024;
 
-/** Which CRC32c implementation long runs use ('@rddp/crc32c-isal', 'sse4_crc32' or '@node-rs/crc32'), once chosen. */
-export let crc32cBackend = 'not chosen yet';
+/**
+ * The package long runs go through ('@rddp/crc32c-isal', 'sse4_crc32' or '@node-rs/crc32'): undefined
+ * until chosen (when the transport is made or the first CRC runs). `chooseCrc32cBackend()` chooses
+ * and returns it.
+ */
+export let crc32cBackend: string | undefined;
 
 /** The chosen backend's ISA-L binding, where ISA-L was chosen. */
 let isal: Isal | undefined;
-/** Long runs; until a backend is chosen, choosing it (so the first CRC chooses). */
-let longRange: RangeCrc = (bytes, start, end, crc) => {
-  chooseCrc32cBackend();
-  return crc32cRange(bytes, start, end, crc);
-};
-/** Below this many octets the JavaScript table beats a native call; 0 until a backend is chosen. */
+/** Long runs: the chosen backend's function (ISA-L's binding itself); undefined until chosen. */
+let longRange: RangeCrc | undefined;
+/** Below this many octets the JavaScript table beats a native call; 0 until chosen (every run chooses). */
 let nativeThreshold = 0;
 
 /**
  * Chooses MPA's CRC32c backend once (`RDDP_CRC32C` as @rddp/llp's `resolveCrc32cBackend` reads it) and
- * returns its package. Throws `Crc32cBackendUnknownError` / `Crc32cBackendMissingError` for a pin that
- * cannot be honoured, at every call until it can.
+ * returns its package; later calls return it at once. Computes no CRC. Throws `Crc32cBackendUnknownError`
+ * / `Crc32cBackendMissingError` for a pin that cannot be honoured, at every call until it can.
  */
 export function chooseCrc32cBackend(): string {
-  if (nativeThreshold !== 0) return crc32cBackend;
+  return crc32cBackend ?? choose().package;
+}
+
+function choose(): Crc32cChoice<Backend> {
   const chosen = resolveCrc32cBackend(process.env[CRC32C_PIN_ENV], LOADERS);
   isal = chosen.backend.isal;
   longRange = chosen.backend.range;
   nativeThreshold = chosen.backend.nativeThreshold;
   crc32cBackend = chosen.package;
-  return crc32cBackend;
+  return chosen;
 }
 
 /** CRC32c table, reflected polynomial 0x82F63B78. */
@@ -141,7 +145,8 @@ const TABLE = (() => {
 export function crc32cRange(bytes: Uint8Array, start: number, end: number, crc: number): number {
   const n = end - start;
   if (n <= 0) return crc;
-  if (n >= nativeThreshold) return longRange(bytes, start, end, crc);
+  // Until chosen, the threshold is 0 and `longRange` undefined: the first run chooses.
+  if (n >= nativeThreshold) return (longRange ?? choose().backend.range)(bytes, start, end, crc);
   let c = ~crc;
   for (let i = start; i < end; i++) c = (TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
   return ~c >>> 0;

@@ -21,6 +21,7 @@ export {
   CRC32C_BACKENDS,
   Crc32cBackendMissingError,
   Crc32cBackendUnknownError,
+  chooseCrc32cBackend,
   crc32c,
   crc32cBackend,
   crc32cRange,

@@ -11,58 +11,63 @@
  * cost go through a table in JavaScript.
  */
 import { createRequire } from 'node:module';
-import { CRC32C_BACKENDS, CRC32C_PIN_ENV, type Crc32cLoaders, resolveCrc32cBackend } from '@rddp/llp';
+import {
+  CRC32C_BACKENDS,
+  CRC32C_PIN_ENV,
+  type Crc32cChoice,
+  type Crc32cLoaders,
+  type IsalCrc32cModule,
+  type NodeRsCrc32Module,
+  resolveCrc32cBackend,
+  type Sse4Crc32Module,
+} from '@rddp/llp';
 
 const require = createRequire(import.meta.url);
-const CHECK = new TextEncoder().encode('123456789'); // check value 0xE3069283 (RFC 3720 §B.4)
 
 type RangeCrc = (data: Uint8Array, start: number, end: number, crc: number) => number;
 
-/** SCTP's loaders (`RDDP_CRC32C`'s names); each loads its package from here and checks it. */
+/** SCTP's loaders (`RDDP_CRC32C`'s names); each loads its package from here and checks it with its entry's `check`. */
 const LOADERS: Crc32cLoaders<RangeCrc> = {
+  // The binding's `calculate` does not use `this`: called as it is, with nothing in between.
   isal: () => {
-    const m = require(CRC32C_BACKENDS.isal.package) as { calculate: RangeCrc };
-    return m.calculate(CHECK, 0, CHECK.length, 0) === 0xe3069283 ? (d, s, e, c) => m.calculate(d, s, e, c) : undefined;
+    const m = require(CRC32C_BACKENDS.isal.package) as IsalCrc32cModule;
+    return CRC32C_BACKENDS.isal.check(m) ? m.calculate : undefined;
   },
   sse4_crc32: () => {
-    const m = require(CRC32C_BACKENDS.sse4_crc32.package) as {
-      calculate(b: Uint8Array, initial?: number): number;
-      hardware_support: boolean;
-    };
-    return m.hardware_support && m.calculate(CHECK) === 0xe3069283
-      ? (d, s, e, c) => m.calculate(d.subarray(s, e), c)
-      : undefined;
+    const m = require(CRC32C_BACKENDS.sse4_crc32.package) as Sse4Crc32Module;
+    return CRC32C_BACKENDS.sse4_crc32.check(m) ? (d, s, e, c) => m.calculate(d.subarray(s, e), c) : undefined;
   },
   'node-rs': () => {
-    const m = require(CRC32C_BACKENDS['node-rs'].package) as { crc32c(b: Uint8Array, initial?: number): number };
-    return m.crc32c(CHECK) === 0xe3069283
+    const m = require(CRC32C_BACKENDS['node-rs'].package) as NodeRsCrc32Module;
+    return CRC32C_BACKENDS['node-rs'].check(m)
       ? (d, s, e, c) => m.crc32c(Buffer.from(d.buffer, d.byteOffset + s, e - s), c)
       : undefined;
   },
 };
 
-/** Which CRC32c implementation SCTP packets go through, once chosen. */
-export let sctpCrc32cBackend = 'not chosen yet';
-/** Long runs; until a backend is chosen, choosing it (so the first checksum chooses). */
-let range: RangeCrc = (data, start, end, crc) => {
-  chooseSctpCrc32cBackend();
-  return crc32c(data, start, end, crc);
-};
-/** Shorter runs than this cost less in the table than one native call; 0 until a backend is chosen. */
+/** The package SCTP packets go through; undefined until chosen. */
+let chosenPackage: string | undefined;
+/** Long runs: the chosen backend's function (ISA-L's binding itself); undefined until chosen. */
+let range: RangeCrc | undefined;
+/** Shorter runs than this cost less in the table than one native call; 0 until chosen (every run chooses). */
 let nativeMin = 0;
 
 /**
  * Chooses SCTP's CRC32c backend once (`RDDP_CRC32C` as @rddp/llp's `resolveCrc32cBackend` reads it) and
- * returns its package. Throws `Crc32cBackendUnknownError` / `Crc32cBackendMissingError` for a pin that
- * cannot be honoured, at every call until it can.
+ * returns its package; later calls return it at once. Computes no checksum. Throws
+ * `Crc32cBackendUnknownError` / `Crc32cBackendMissingError` for a pin that cannot be honoured, at every
+ * call until it can.
  */
 export function chooseSctpCrc32cBackend(): string {
-  if (nativeMin !== 0) return sctpCrc32cBackend;
+  return chosenPackage ?? choose().package;
+}
+
+function choose(): Crc32cChoice<RangeCrc> {
   const chosen = resolveCrc32cBackend(process.env[CRC32C_PIN_ENV], LOADERS);
   range = chosen.backend;
   nativeMin = 64;
-  sctpCrc32cBackend = chosen.package;
-  return sctpCrc32cBackend;
+  chosenPackage = chosen.package;
+  return chosen;
 }
 
 const TABLE = new Uint32Array(256);
@@ -74,7 +79,8 @@ for (let n = 0; n < 256; n++) {
 
 /** CRC32c of `data[start, end)`, continuing from `crc` (the finished CRC32c of what precedes, or 0). */
 export function crc32c(data: Uint8Array, start = 0, end = data.byteLength, crc = 0): number {
-  if (end - start >= nativeMin) return range(data, start, end, crc) >>> 0;
+  // Until chosen, `nativeMin` is 0 and `range` undefined: the first run chooses.
+  if (end - start >= nativeMin) return (range ?? choose().backend)(data, start, end, crc) >>> 0;
   let c = ~crc >>> 0;
   for (let i = start; i < end; i++) c = ((TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8)) >>> 0;
   return ~c >>> 0;

@@ -4,6 +4,7 @@
  */
 export { runSctpBenchmark, type SctpBenchmarkOptions, type SctpBenchmarkResult } from './bench.js';
 export { SctpConnection } from './connection.js';
+export { chooseSctpCrc32cBackend } from './crc32c.js';
 export { RawSocketUnavailableError, SctpCrc32cBackendError } from './errors.js';
 export { sctpModule } from './module.js';
 export type { SctpTransportOptions } from './options.js';

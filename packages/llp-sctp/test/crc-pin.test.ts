@@ -27,6 +27,22 @@ it('RFC 4960 §6.8: RDDP_CRC32C=node-rs (always installed) makes the transport',
   expect(run('node-rs')).toBe('imported\nmade');
 });
 
+it('chooseSctpCrc32cBackend chooses the pinned backend without a checksum and returns its package; the checksum is right', () => {
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const m = await import('@rddp/llp-sctp');
+const c = await import('./dist/crc32c.js');
+console.log(m.chooseSctpCrc32cBackend(), m.chooseSctpCrc32cBackend());
+console.log(c.crc32c(new TextEncoder().encode('123456789')).toString(16));`,
+    ],
+    { cwd: dir, env: { ...process.env, RDDP_CRC32C: 'node-rs' }, encoding: 'utf8' },
+  ).trim();
+  expect(out).toBe('@node-rs/crc32 @node-rs/crc32\ne3069283');
+});
+
 it('RDDP_CRC32C naming no backend: the import succeeds, making the transport is ERR_LLP_CRC32C_BACKEND_UNKNOWN', () => {
   expect(run('crc64')).toBe(
     'imported\nERR_LLP_CRC32C_BACKEND_UNKNOWN RDDP_CRC32C=crc64 names no CRC32c backend (one of: isal, sse4_crc32, node-rs) true',

@@ -4,24 +4,53 @@
  * the resolver that picks a backend. A pin is never ignored: a pinned backend that does not load, and a
  * name that is no backend, are errors.
  *
- * Data and one pure function: each transport passes its own loaders (this package loads no backend).
+ * Data and pure functions: each transport loads the packages itself (this package loads no backend) and
+ * checks each with its entry's `check`.
  */
 import { codedError, LlpError } from './errors.js';
 
 /** The environment variable that pins the backend. */
 export const CRC32C_PIN_ENV = 'RDDP_CRC32C';
 
-/** `RDDP_CRC32C`'s values, fastest first: the package each names, and how to get it where it is missing. */
+/** The CRC32c check value, of the octets of "123456789" (RFC 3720 §B.4). */
+export const CRC32C_CHECK_VALUE = 0xe3069283;
+const CHECK_INPUT = new TextEncoder().encode('123456789');
+
+/** `@rddp/crc32c-isal`'s module as the check uses it: CRC32c of a byte range, continuing from `crc`. */
+export interface IsalCrc32cModule {
+  calculate(bytes: Uint8Array, start: number, end: number, crc: number): number;
+}
+/** `sse4_crc32`'s module as the check uses it. */
+export interface Sse4Crc32Module {
+  calculate(bytes: Uint8Array, initial?: number): number;
+  readonly hardware_support: boolean;
+}
+/** `@node-rs/crc32`'s module as the check uses it. */
+export interface NodeRsCrc32Module {
+  crc32c(bytes: Uint8Array, initial?: number): number;
+}
+
+/**
+ * `RDDP_CRC32C`'s values, fastest first: the package each names, how to get it where it is missing, and
+ * `check(module)`, whether that package's module (loaded by the caller) computes `CRC32C_CHECK_VALUE`.
+ */
 export const CRC32C_BACKENDS = {
   isal: {
     package: '@rddp/crc32c-isal',
     get: 'apt-get install libisal-dev, then pnpm install (builds @rddp/crc32c-isal with node-gyp)',
+    check: (m: IsalCrc32cModule): boolean => m.calculate(CHECK_INPUT, 0, CHECK_INPUT.length, 0) === CRC32C_CHECK_VALUE,
   },
   sse4_crc32: {
     package: 'sse4_crc32',
     get: 'pnpm install with node-gyp and a C++ compiler (apt-get install build-essential python3) on an SSE4.2 CPU',
+    // Without SSE4.2 the package computes with a table: not a backend.
+    check: (m: Sse4Crc32Module): boolean => m.hardware_support && m.calculate(CHECK_INPUT) === CRC32C_CHECK_VALUE,
   },
-  'node-rs': { package: '@node-rs/crc32', get: 'pnpm install' },
+  'node-rs': {
+    package: '@node-rs/crc32',
+    get: 'pnpm install',
+    check: (m: NodeRsCrc32Module): boolean => m.crc32c(CHECK_INPUT) === CRC32C_CHECK_VALUE,
+  },
 } as const;
 
 /** A name `RDDP_CRC32C` takes. */
@@ -36,8 +65,8 @@ export function isCrc32cBackendName(name: string): name is Crc32cBackendName {
 }
 
 /**
- * A transport's loader per backend: the backend, checked (e.g. against the CRC32c check value of
- * "123456789", 0xE3069283, RFC 3720 §B.4), or undefined (or a throw) where it does not load here.
+ * A transport's loader per backend: the backend, its module passing its entry's `check`, or undefined
+ * (or a throw) where it does not load here.
  */
 export type Crc32cLoaders<T> = { readonly [K in Crc32cBackendName]: () => T | undefined };
 

@@ -6,6 +6,7 @@
 import {
   CRC32C_BACKEND_NAMES,
   CRC32C_BACKENDS,
+  CRC32C_CHECK_VALUE,
   CRC32C_PIN_ENV,
   Crc32cBackendError,
   Crc32cBackendMissingError,
@@ -48,6 +49,28 @@ describe('RDDP_CRC32C table (RFC 5044 §4.4, RFC 4960 §6.8: one CRC32c backend 
     expect(CRC32C_BACKENDS.sse4_crc32.package).toBe('sse4_crc32');
     expect(CRC32C_BACKENDS['node-rs'].package).toBe('@node-rs/crc32');
     for (const n of CRC32C_BACKEND_NAMES) expect(CRC32C_BACKENDS[n].get.length, n).toBeGreaterThan(0);
+  });
+
+  it('RFC 3720 §B.4: each check passes a module computing 0xE3069283 for "123456789" through its own API, and fails any other', () => {
+    expect(CRC32C_CHECK_VALUE).toBe(0xe3069283);
+    const asked: string[] = [];
+    /** A CRC "function" answering `value` and recording the octets it was given, as text. */
+    const crcOf =
+      (value: number) =>
+      (b: Uint8Array, start = 0, end = b.length) => {
+        asked.push(new TextDecoder().decode(b.subarray(start, end)));
+        return value;
+      };
+    const good = CRC32C_CHECK_VALUE;
+    expect(CRC32C_BACKENDS.isal.check({ calculate: crcOf(good) })).toBe(true);
+    expect(CRC32C_BACKENDS.isal.check({ calculate: crcOf(0) })).toBe(false);
+    expect(CRC32C_BACKENDS.sse4_crc32.check({ calculate: crcOf(good), hardware_support: true })).toBe(true);
+    expect(CRC32C_BACKENDS.sse4_crc32.check({ calculate: crcOf(0), hardware_support: true })).toBe(false);
+    expect(CRC32C_BACKENDS['node-rs'].check({ crc32c: crcOf(good) })).toBe(true);
+    expect(CRC32C_BACKENDS['node-rs'].check({ crc32c: crcOf(1) })).toBe(false);
+    expect(asked).toEqual(Array(6).fill('123456789'));
+    // sse4_crc32 without SSE4.2 answers from a table: right, but not the backend the pin means.
+    expect(CRC32C_BACKENDS.sse4_crc32.check({ calculate: crcOf(good), hardware_support: false })).toBe(false);
   });
 });
 

@@ -78,16 +78,44 @@ it('`RDDP_CRC32C=bogus rddp demo`: one line with the code, exit 1, before the de
   expect(r.err).toMatch(/^rddp: RDDP_CRC32C=bogus names no CRC32c backend .*\(ERR_LLP_CRC32C_BACKEND_UNKNOWN\)\n$/);
 }, 30_000);
 
-it('importing @rddp/llp-mpa-tcp and @rddp/llp-sctp with RDDP_CRC32C=bogus does not throw; making a transport does', async () => {
+it('importing @rddp/llp-mpa-tcp and @rddp/llp-sctp with RDDP_CRC32C=bogus does not throw; choosing or making a transport does', async () => {
   const script = `
 const mpa = await import('@rddp/llp-mpa-tcp');
 const sctp = await import('@rddp/llp-sctp');
-console.log('imported');
-for (const make of [() => mpa.mpaTcp(), () => sctp.sctp()]) {
-  try { make(); console.log('made'); } catch (e) { console.log(e.code); }
+console.log('imported', mpa.crc32cBackend);
+for (const f of [mpa.chooseCrc32cBackend, () => mpa.mpaTcp(), sctp.chooseSctpCrc32cBackend, () => sctp.sctp()]) {
+  try { f(); console.log('done'); } catch (e) { console.log(e.code); }
 }`;
   const r = await node(['--input-type=module', '-e', script], { RDDP_CRC32C: 'bogus' });
   expect(r.err).toBe('');
   expect(r.code).toBe(0);
-  expect(r.out).toBe('imported\nERR_LLP_CRC32C_BACKEND_UNKNOWN\nERR_LLP_CRC32C_BACKEND_UNKNOWN\n');
+  expect(r.out).toBe(`imported undefined\n${'ERR_LLP_CRC32C_BACKEND_UNKNOWN\n'.repeat(4)}`);
 }, 30_000);
+
+it('chooseCrc32cBackend / chooseSctpCrc32cBackend choose the pinned backend without a CRC; crc32cBackend is undefined until then', async () => {
+  const script = `
+const mpa = await import('@rddp/llp-mpa-tcp');
+const sctp = await import('@rddp/llp-sctp');
+console.log(mpa.crc32cBackend);
+console.log(mpa.chooseCrc32cBackend(), mpa.crc32cBackend, mpa.chooseCrc32cBackend());
+console.log(sctp.chooseSctpCrc32cBackend());
+console.log(mpa.crc32c(new TextEncoder().encode('123456789')).toString(16));`;
+  const r = await node(['--input-type=module', '-e', script], { RDDP_CRC32C: 'node-rs' });
+  expect(r.err).toBe('');
+  expect(r.out).toBe('undefined\n@node-rs/crc32 @node-rs/crc32 @node-rs/crc32\n@node-rs/crc32\ne3069283\n');
+}, 30_000);
+
+describe('rddp doctor names the backend RDDP_CRC32C chooses', () => {
+  it('pinned to one that loads: that one, exit 0', async () => {
+    const r = await node([MAIN, 'doctor'], { RDDP_CRC32C: 'node-rs' }, '@rddp/crc32c-isal');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/^crc32c:\s+@node-rs\/crc32 \(available: isal no, sse4_crc32 (yes|no), node-rs yes\)$/m);
+    expect(r.out).toMatch(/^isa-l:\s+MISSING @rddp\/crc32c-isal not built — get: apt-get install libisal-dev/m);
+  }, 30_000);
+
+  it('a name that is no backend: the error on the crc32c line, exit 1', async () => {
+    const r = await node([MAIN, 'doctor'], { RDDP_CRC32C: 'bogus' });
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/^crc32c:\s+MISSING RDDP_CRC32C=bogus names no CRC32c backend .*node-rs yes\)$/m);
+  }, 30_000);
+});

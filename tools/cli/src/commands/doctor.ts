@@ -17,9 +17,6 @@ export interface DoctorLine {
   readonly get?: string;
 }
 
-/** CRC32c check value of "123456789" (RFC 3720 §B.4), as the transports check a backend. */
-const CHECK = new TextEncoder().encode('123456789');
-
 /** `require` from @rddp/llp-mpa-tcp's own place: its optional dependencies resolve as they do for it. */
 function mpaRequire(): NodeJS.Require {
   try {
@@ -29,20 +26,11 @@ function mpaRequire(): NodeJS.Require {
   }
 }
 
-/** How each backend's module computes the check value (its package is @rddp/llp's `CRC32C_BACKENDS`). */
-const CHECKS: Record<Crc32cBackendName, (m: never) => number> = {
-  isal: (m: { calculate(b: Uint8Array, s: number, e: number, c: number): number }) =>
-    m.calculate(CHECK, 0, CHECK.length, 0),
-  sse4_crc32: (m: { calculate(b: Uint8Array): number; hardware_support: boolean }) =>
-    m.hardware_support ? m.calculate(CHECK) : -1,
-  'node-rs': (m: { crc32c(b: Uint8Array): number }) => m.crc32c(CHECK),
-};
-
-/** Whether each CRC32c backend (`RDDP_CRC32C`'s names) loads and computes the check value here. */
+/** Whether each CRC32c backend (`RDDP_CRC32C`'s names) loads and passes its `CRC32C_BACKENDS` check here. */
 export function crc32cAvailable(req = mpaRequire()): Record<Crc32cBackendName, boolean> {
   const loads = (name: Crc32cBackendName): boolean => {
     try {
-      return CHECKS[name](req(CRC32C_BACKENDS[name].package) as never) === 0xe3069283;
+      return CRC32C_BACKENDS[name].check(req(CRC32C_BACKENDS[name].package) as never);
     } catch {
       return false;
     }
@@ -82,7 +70,7 @@ function readProc(file: string): string | undefined {
   }
 }
 
-/** Everything doctor looks at, in its order. `backend` is @rddp/llp-mpa-tcp's `crc32cBackend`, or its error. */
+/** Everything doctor looks at, in its order. `backend` is @rddp/llp-mpa-tcp's `chooseCrc32cBackend()`, or its error. */
 export function doctorLines(backend: string | Error): DoctorLine[] {
   const req = mpaRequire();
   const crc = crc32cAvailable(req);
@@ -176,12 +164,10 @@ export function doctorLine(l: DoctorLine): string {
 
 /** `rddp doctor`'s run: prints the lines; a pinned CRC32c backend that cannot be honoured sets exit 1. */
 export async function runDoctor(o: { json?: boolean }): Promise<void> {
-  // The backend MPA chooses (its first CRC chooses it); a pin it cannot honour (RDDP_CRC32C) is an error.
+  // The backend MPA chooses; a pin it cannot honour (RDDP_CRC32C) is an error.
   let backend: string | Error;
   try {
-    const mpa = await import('@rddp/llp-mpa-tcp');
-    mpa.crc32c(CHECK);
-    backend = mpa.crc32cBackend;
+    backend = (await import('@rddp/llp-mpa-tcp')).chooseCrc32cBackend();
   } catch (e) {
     backend = e instanceof Error ? e : new Error(String(e));
   }
