@@ -77,6 +77,8 @@ const hostile: [string, string, RegExp][] = [
     hello({ bidirectional: true }, { back: { addr: '4096', rkey: 2 } }),
     /this server runs one direction, the client asked for -b/,
   ],
+  ['outs 0', hello({ outs: 0 }), /outs 0 is under 1/],
+  ['a warm-up of 2^40', hello({}, { warmUp: 2 ** 40 }), /warmUp 1099511627776 is over this server's 1000000/],
   ['8 MiB over a 4 MiB --max-memory', hello({ sizes: [8 << 20] }), /over this server's --max-memory 4194304/],
 ];
 
@@ -121,6 +123,16 @@ describe('rddp perf --persistent: hostile HELLOs are refused, honest clients ser
       .length;
     expect(refusals).toBe(hostile.length);
   }, 60_000);
+
+  it('a real -b client: refused with the reason (this server was not given -b), and it says so on one line', async () => {
+    const c = await run(['perf', 'read_bw', '127.0.0.1', '-p', String(port), '-n', '10', '-s', '4096', '-b']).done;
+    expect(c.code).toBe(1);
+    expect(c.out).toBe('');
+    expect(c.err).toBe(
+      'rddp: server refused: this server runs one direction, the client asked for -b (bidirectional): give -b to both ends (ERR_PERF_SERVER_REFUSED)\n',
+    );
+    expect(server.child.exitCode).toBe(null);
+  }, 30_000);
 
   async function until(f: () => string[]): Promise<string[]> {
     for (let i = 0; i < 50 && f().length < hostile.length; i++) await new Promise((r) => setTimeout(r, 100));

@@ -47,6 +47,8 @@ describe('rddp perf -q N: N queue pairs over N connections, two processes', () =
     // One server process served all four: READY carries its pid.
     expect(new Set(j.perQp.map((q) => q.serverPid))).toEqual(new Set([s.child.pid]));
     expect(sr.code).toBe(0);
+    // The server's header names the QPs as the client's does.
+    expect(sr.out).toMatch(/Transport: tcp, 4 QPs/);
     expect(sr.out).toMatch(/\n 8192\s+200\s+.*\(aggregate of 4 QPs\)/);
     expect(sr.out.match(/QP \d, server pid \d+/g)).toHaveLength(4);
   }, 60_000);

@@ -85,15 +85,22 @@ describe('rddp perf: the control protocol has a version (issue 37)', () => {
     const fake = await fakeServer([
       { type: 'ready', addr: '4096', rkey: 1, pid: 1 },
       { type: 'refused', version: 3, reason: 'the perf client speaks perf protocol 2, this server 3' },
+      { type: 'refused', reason: 'busy: 4096 octets of buffers asked' },
     ]);
     const args = ['perf', 'write_bw', '127.0.0.1', '-p', String(fake.port), '-n', '10', '-s', '4096'];
-    for (const theirs of [1, 3]) {
+    const said = [
+      'the perf server speaks perf protocol 1, this client 2',
+      // A REFUSED of another version says why, whatever the version.
+      'the perf server speaks perf protocol 3, this client 2; it refused the run: the perf client speaks perf protocol 2, this server 3',
+      'the perf server speaks perf protocol 1, this client 2; it refused the run: busy: 4096 octets of buffers asked',
+    ];
+    for (const line of said) {
       const c = await procs.run(args).done;
       expect(c.code).toBe(1);
       expect(c.out).not.toContain('#bytes');
-      expect(c.err).toBe(`rddp: the perf server speaks perf protocol ${theirs}, this client 2 (ERR_PERF_VERSION)\n`);
+      expect(c.err).toBe(`rddp: ${line} (ERR_PERF_VERSION)\n`);
     }
     // The client said its version in each HELLO.
-    expect((await fake.hellos).map((h) => (h as { version?: unknown }).version)).toEqual([2, 2]);
+    expect((await fake.hellos).map((h) => (h as { version?: unknown }).version)).toEqual([2, 2, 2]);
   }, 60_000);
 });

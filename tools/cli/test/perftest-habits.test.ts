@@ -89,26 +89,73 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     expect(served.out).toContain(events);
   }, 60_000);
 
-  it('-b on both ends: each end runs read_bw towards the other at once; both print the line of both directions', async () => {
+  /** A -b pair of processes; resolves with both ends once they exited 0. */
+  async function bothWays(test: string, args: string[], clientArgs: string[] = []): Promise<[Ended, Ended]> {
     const port = String(await freePort());
-    const args = ['-p', port, '-b', '-n', '100', '-s', '4096'];
-    const server = procs.run(['perf', 'read_bw', ...args]);
+    const server = procs.run(['perf', test, '-p', port, '-b', ...args]);
     await outputMatches(server.child, 'stderr', /listening/);
-    const client = await procs.run(['perf', 'read_bw', '127.0.0.1', ...args]).done;
+    const client = await procs.run(['perf', test, '127.0.0.1', '-p', port, '-b', ...args, ...clientArgs]).done;
     expect(client.code, client.err).toBe(0);
     const served = await server.done;
     expect(served.code, served.err).toBe(0);
-    // The server's own Reads of the client's region, verified (a failed check would say so).
-    expect(served.err).toContain('rddp perf: -b: 100 operations of 4096 octets towards the client\n');
-    for (const out of [client.out, served.out]) expect(out).toContain('READ Bidirectional BW Test (rddp)');
-    const line = (out: string) => out.split('\n').find((l) => /^ 4096\s/.test(l));
-    expect(line(client.out)).toMatch(/^ 4096\s+100\s+\d/);
-    expect(line(served.out)).toBe(line(client.out));
+    for (const out of [client.out, served.out]) expect(out).toContain(' Bidirectional BW Test (rddp)');
+    return [client, served];
+  }
+  const line = (out: string, size: number) => out.split('\n').find((l) => l.startsWith(` ${size} `));
+
+  it('-b on both ends: read_bw and atomic_bw run both ways; both ends print the line of both directions', async () => {
+    for (const [test, size] of [
+      ['read_bw', 4096],
+      ['atomic_bw', 8],
+    ] as const) {
+      const [client, served] = await bothWays(test, ['-n', '100', '-s', '4096']);
+      // The server's own operations towards the client, verified (a failed check would say so).
+      expect(served.err).toContain(`rddp perf: -b: 100 operations of ${size} octets towards the client\n`);
+      expect(line(client.out, size), test).toMatch(new RegExp(`^ ${size}\\s+100\\s+\\d`));
+      expect(line(served.out, size), test).toBe(line(client.out, size));
+    }
     // perftest: "Bidirectional is only available in BW test"; send_bw's credits run one way here.
     for (const test of ['send_lat', 'send_bw']) {
       const bad = await cli(['perf', test, '--loopback', '-b']).done;
       expect(bad.code, test).toBe(2);
       expect(bad.err, test).toMatch(/^rddp: -b (applies to the bandwidth tests|runs write_bw, read_bw, atomic_bw)/);
+    }
+  }, 90_000);
+
+  it('-b write_bw -D 1 --warm-up: both ends measure from one signal, so the two directions overlap in time', async () => {
+    const [client, served] = await bothWays('write_bw', ['-D', '1', '-s', '4096', '--debug'], ['--warm-up', '50']);
+    // --debug: each end's measured span on this host's clock.
+    const span = (err: string) => {
+      const m = /-b: 4096 octets: this end's direction measured from ([\d.]+) to ([\d.]+)/.exec(err);
+      expect(m, err).not.toBe(null);
+      return [Number(m?.[1]), Number(m?.[2])] as const;
+    };
+    const [cFrom, cTo] = span(client.err);
+    const [sFrom, sTo] = span(served.err);
+    const overlap = Math.min(cTo, sTo) - Math.max(cFrom, sFrom);
+    expect(overlap).toBeGreaterThan(0.5 * Math.min(cTo - cFrom, sTo - sFrom));
+    expect(served.err).toMatch(/rddp perf: -b: \d+ operations of 4096 octets towards the client\n/);
+    expect(line(served.out, 4096)).toBe(line(client.out, 4096));
+  }, 60_000);
+
+  it('-b given to one end only, or -b with another -o than the server: refused with the reason', async () => {
+    const port = String(await freePort());
+    const server = procs.run(['perf', 'read_bw', '-p', port, '-b', '--persistent']);
+    await outputMatches(server.child, 'stderr', /listening/);
+    try {
+      const client = (more: string[]) => procs.run(['perf', 'read_bw', '127.0.0.1', '-p', port, '-n', '10', ...more]);
+      const [one, outs] = await Promise.all([client([]).done, client(['-b', '-o', '16']).done]);
+      expect(one.code).toBe(1);
+      expect(one.err).toBe(
+        'rddp: server refused: this server runs -b (bidirectional), the client asked for one direction (ERR_PERF_SERVER_REFUSED)\n',
+      );
+      expect(outs.code).toBe(1);
+      expect(outs.err).toBe(
+        "rddp: server refused: this server's Reads and atomics run -o 128 under -b, the client asked for -o 16: give the same -o to both ends (ERR_PERF_SERVER_REFUSED)\n",
+      );
+    } finally {
+      server.child.kill();
+      await server.done;
     }
   }, 60_000);
 

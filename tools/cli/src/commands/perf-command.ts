@@ -86,7 +86,7 @@ export function registerPerf(program: Command): void {
     .option('--outstanding <n>', 'alias of --tx-depth', integerIn(1, PERF_MAX_TX_DEPTH))
     .option(
       '-o, --outs <n>',
-      `client: RDMA Reads and atomics outstanding at once (the ORD; default ${DEFAULT_OUTS}, at most ${PERF_MAX_OUTS}, what the server serves)`,
+      `client: RDMA Reads and atomics outstanding at once (the ORD; default ${DEFAULT_OUTS}, at most ${PERF_MAX_OUTS}, what the server serves); with -b, the server's own too: give both ends the same`,
       integerIn(1, PERF_MAX_OUTS),
     )
     .option(
@@ -107,7 +107,7 @@ export function registerPerf(program: Command): void {
     )
     .option(
       '--warm-up <n>',
-      `client: round trips (latency tests) or operations (bandwidth tests) made before each size's measured ones, 0..${PERF_MAX_WARM_UP} (default 0)`,
+      `client: round trips (latency tests) or operations (bandwidth tests) made before each size's measured ones, 0..${PERF_MAX_WARM_UP} (default 0; with -b, the server's direction makes as many)`,
       integerIn(0, PERF_MAX_WARM_UP),
     )
     .option(

@@ -34,6 +34,7 @@ import {
 import { MemoryBudget, type PerfServerLimits, type PerfServerRun } from '../perf/hello.js';
 import {
   CQ_MOD_SIZE_LIMIT,
+  DEFAULT_OUTS,
   PERF_DEFAULT_BIND,
   PERF_DEFAULT_MAX_MEMORY,
   PERF_DEFAULT_MAX_SIZE,
@@ -177,7 +178,9 @@ export function serverLimits(o: PerfOptions): PerfServerLimits {
 
 /**
  * What the server's own flags fix for its clients: the ones given on its command line (-s or -a, -n,
- * -D). perftest's ends exchange parameters and refuse a mismatch; defaults follow the client.
+ * -D), and -b given or not (a -b client needs a -b server, and the reverse). Under -b the server's -o
+ * (or its default) is its own Reads' and atomics' ORD, so a read_bw or atomic_bw client must ask the same.
+ * perftest's ends exchange parameters and refuse a mismatch; the other defaults follow the client.
  */
 export function serverRun(
   p: PerfParams,
@@ -189,6 +192,7 @@ export function serverRun(
     ...(given('duration') && p.durationS !== undefined ? { durationS: p.durationS } : {}),
     // perftest's -b is SYMMETRIC: the server's flag, given or not, fixes it.
     bidirectional: p.bidirectional === true,
+    ...(p.bidirectional ? { outs: p.outs ?? DEFAULT_OUTS } : {}),
   };
 }
 
@@ -412,9 +416,9 @@ async function loopbackRun(
   perfDebug.log?.(`connected over ${client.transport}: ${JSON.stringify(client.setup.negotiated)}`);
   const header = headerInfo(o, { conn: connHeader(transportLabel(o.transport, n), client) });
   if (!o.json) printHeader(p, header.conn?.label ?? o.transport, print, header);
-  // Both ends are this user's: the server serves whatever the flags ask for.
+  // Both ends are this user's: the server serves whatever the flags ask for (-b and -o included).
   const limits = { maxSize: Math.max(...p.sizes), maxMemory: Number.MAX_SAFE_INTEGER };
-  const served = perfServeStreams(server, tt, () => {}, { limits });
+  const served = perfServeStreams(server, tt, () => {}, { limits, run: serverRun(p, () => false) });
   served.catch(() => {}); // awaited below; a server failure also fails the client's run
   const bar = progress ? runProgress(p, n, progress, warmUpOf(o).warmUp) : undefined;
   let results: PerfResult[];
@@ -475,6 +479,11 @@ export function printQpsRows(
 
 function transportLabel(transport: string, streams: number): string {
   return `${transport}${streams > 1 ? `, ${streams} streams (aggregate)` : ''}`;
+}
+
+/** The transport a `-q N` run's header names, on both ends: `tcp, 4 QPs` (the connection adds its congestion). */
+function qpsLabel(transport: string, qps: number): string {
+  return qps > 1 ? `${transport}, ${qps} QPs` : transport;
 }
 
 /**
@@ -554,7 +563,8 @@ export async function perfAction(
       if (isPerfWorker()) {
         const serve = async (conn: LlpConnection, options: PerfServeOptions) => {
           debugConn(conn);
-          return { results: await perfServeStreams(conn, tt, log, options), conn: connHeader(o.transport, conn) };
+          const label = o.persistent ? o.transport : qpsLabel(o.transport, qps);
+          return { results: await perfServeStreams(conn, tt, log, options), conn: connHeader(label, conn) };
         };
         await runPerfWorker({ tt, host, port, options: { ...serveOptions, limits }, serve });
         return;
@@ -584,7 +594,7 @@ export async function perfAction(
       if (perQp.length)
         printQpsRows(
           p,
-          served?.label ?? o.transport,
+          served?.label ?? qpsLabel(o.transport, perQp.length),
           qpsRows(perQp, pids),
           o.json,
           print,
@@ -624,7 +634,7 @@ export async function perfAction(
         listener.connections$.pipe(take(qps)).subscribe({
           next: (conn) => {
             debugConn(conn);
-            first ??= connHeader(o.transport, conn);
+            first ??= connHeader(qpsLabel(o.transport, qps), conn);
             const one = perfServeStreams(conn, tt, log, { ...serveOptions, budget });
             one.catch(() => {}); // settled below
             served.push(one);
@@ -639,7 +649,7 @@ export async function perfAction(
       if (ok.length)
         printQpsRows(
           p,
-          first?.label ?? o.transport,
+          first?.label ?? qpsLabel(o.transport, qps),
           qpsRows(
             ok,
             ok.map(() => process.pid),
@@ -681,7 +691,7 @@ export async function perfAction(
     } finally {
       bar.stop();
     }
-    const label = `${o.transport}, ${qps} QPs`;
+    const label = qpsLabel(o.transport, qps);
     const h = headerInfo(o, { qps, ...(conns[0] ? { conn: connHeader(label, conns[0]) } : {}) });
     printQpsRows(p, h.conn?.label ?? label, rows, o.json, print, h);
     if (o.out)

@@ -10,7 +10,13 @@ import type { RdmapStreamBuilder } from '@rddp/stack';
 import { Access, type Device, type Mr, type RemoteBuffer, type SendWorkRequest, type Sge } from '@rddp/verbs';
 import { filter, firstValueFrom } from 'rxjs';
 import { PeerWatch } from '../peer.js';
-import { PerfBadMessageError, PerfHelloRefusedError, PerfServerRefusedError, PerfVersionError } from './errors.js';
+import {
+  PerfBadMessageError,
+  PerfHelloRefusedError,
+  PerfServerRefusedError,
+  PerfVersionError,
+  PerfWriteBackError,
+} from './errors.js';
 import { type BwRow, type LatRow, mbPerSec, perfLatency } from './format.js';
 import {
   CONTROL_SIZE,
@@ -208,6 +214,11 @@ export async function perfServe(
 ): Promise<PerfResult[]> {
   const limits = options.limits ?? PERF_DEFAULT_LIMITS;
   const budget = options.budget ?? new MemoryBudget(limits.maxMemory);
+  // The server's -b, and its -o under -b, are known before HELLO: its queue pair is sized for them, and a
+  // HELLO asking otherwise is refused.
+  const bidi = options.run?.bidirectional === true;
+  const outs = options.run?.outs ?? DEFAULT_OUTS;
+  const run = { ...options.run, bidirectional: bidi, ...(bidi ? { outs } : {}) };
   // The server offers the RFC 7306 atomics (IETF profile); a client uses them only in atomic_* tests.
   const s = new PerfSession(conn, {
     profile,
@@ -217,9 +228,9 @@ export async function perfServe(
     ...(options.rdmapFactory ? { rdmapFactory: options.rdmapFactory } : {}),
     ...(options.device ? { device: options.device } : {}),
     // The server answers one message at a time (READY, credits, echoes, write_lat's replies); under -b
-    // it also keeps a client-chosen tx-depth of operations outstanding.
-    maxSendWr: CONTROL_SENDS * 4 + PERF_MAX_TX_DEPTH,
-    ord: PERF_MAX_OUTS,
+    // it also keeps a client-chosen tx-depth of operations outstanding, its Reads and atomics at its -o.
+    maxSendWr: CONTROL_SENDS * 4 + (bidi ? PERF_MAX_TX_DEPTH : 0),
+    ...(bidi ? { ord: outs } : {}),
     // Reads and atomics a client may have outstanding (its --outs) are served at once, up to the most
     // --outs allows (RFC 5040 §6.1: the requester's ORD must not exceed the responder's IRD).
     ird: PERF_MAX_OUTS,
@@ -235,7 +246,7 @@ export async function perfServe(
     const first = await s.recv();
     let hello: Hello;
     try {
-      hello = checkHello(received(first.sge, first.byteLength), limits, options.test, profile, options.run);
+      hello = checkHello(received(first.sge, first.byteLength), limits, options.test, profile, run);
       const need = serverMemory(hello.params);
       if (!budget.reserve(need))
         throw new PerfHelloRefusedError(
@@ -285,12 +296,18 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
   const remote = { stag: hello.rkey, to: BigInt(hello.addr) };
   if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(region.buffer, 1);
   let stop = false;
+  // write_lat: the first Write back that fails (a full send queue, an error completion) ends the run.
+  let writeBackFailed: (e: unknown) => void = () => {};
+  const writeBackFailure = new Promise<never>((_, reject) => (writeBackFailed = reject));
+  writeBackFailure.catch(() => {}); // raced with RESULT below
   if (p.test === 'write_lat') {
     // Ping-pong by memory: a complete Write into our region is answered with a Write of the same size back.
     s.qp.placement$.pipe(filter((e) => e.last)).subscribe((e) => {
       if (stop) return;
       const n = Number(e.to - region.baseTo) + e.length;
-      s.qp.write(region.sge(0, n), remote).catch(() => {});
+      s.qp.write(region.sge(0, n), remote).catch((err: unknown) => {
+        if (!stop) writeBackFailed(new PerfWriteBackError(err));
+      });
     });
   }
   // send_bw / send_lat: receives on the Send queue (QN 0), posted again as they complete; before READY,
@@ -359,8 +376,8 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
   let results: PerfResult[];
   try {
     if (p.bidirectional && hello.back)
-      await serveBack(s, ctl, p, { stag: hello.back.rkey, to: BigInt(hello.back.addr) }, log);
-    results = checkResult(await ctl.recv(), p);
+      await serveBack(s, ctl, p, { stag: hello.back.rkey, to: BigInt(hello.back.addr) }, hello.warmUp ?? 0, log);
+    results = checkResult(await Promise.race([ctl.recv(), writeBackFailure]), p);
   } finally {
     stop = true;
   }
@@ -377,25 +394,31 @@ interface Side {
 }
 
 /**
- * `-b`, server side: each size, once the client says it starts (START), the same operations towards the
- * client's `back` region, verified as the client verifies its own; the figures go back as SIDE.
+ * `-b`, server side: each size, its source filled and the client's warm-up made, the same operations
+ * towards the client's `back` region from the GO that answers the client's START (both ends measure from
+ * that one signal), verified as the client verifies its own; the figures go back as SIDE.
  */
 async function serveBack(
   s: PerfSession,
   ctl: Control,
   p: PerfParams,
   back: RemoteBuffer,
+  warm: number,
   log: (s: string) => void,
 ): Promise<void> {
   const source = s.register(new Uint8Array(maxSize(p)), Access.LocalRead | Access.LocalWrite);
   const sq = new SendQueueWindow(s);
   const st: BwState = { atomicOps: 0n, credits: 0 };
+  const go = async () => {
+    const m = parseControl(await ctl.recv());
+    if (m?.type !== 'start') throw new PerfBadMessageError('a -b client sent no START before a size');
+    await ctl.send({ type: 'go' });
+  };
   try {
     for (const size of p.test.startsWith('atomic') ? [8] : p.sizes) {
-      const m = parseControl(await ctl.recv());
-      if (m?.type !== 'start') throw new PerfBadMessageError('a -b client sent no START before a size');
       fillPattern(source.buffer.subarray(0, size), size);
-      const row = await bwSize(s, sq, p, size, source, back, st);
+      const { row, from, to } = await bwSize(s, sq, p, size, source, back, st, { warm, before: go });
+      logSpan(size, from, to);
       const verified = p.verify ? await verify(s, p.test, size, source, back, st.atomicOps) : true;
       const side: Side = { type: 'side', verified, row };
       await ctl.send(side);
@@ -404,6 +427,14 @@ async function serveBack(
   } finally {
     sq.stop();
   }
+}
+
+/** `--debug`: a -b direction's measured span on this host's clock, comparable with the other end's on one host. */
+function logSpan(size: number, from: number, to: number): void {
+  const epoch = (t: number) => (performance.timeOrigin + t).toFixed(3);
+  perfDebug.log?.(
+    `-b: ${size} octets: this end's direction measured from ${epoch(from)} to ${epoch(to)} (ms since the epoch)`,
+  );
 }
 
 function parseControl(octets: Uint8Array): Record<string, unknown> | undefined {
@@ -451,9 +482,25 @@ interface BwState {
   credits: number;
 }
 
+/** What a bandwidth size does around its measured operations. */
+interface BwSizeSteps {
+  /** Unmeasured operations first (--warm-up). */
+  readonly warm?: number;
+  /** Awaited after the warm-up: the measured span starts when it resolves. */
+  readonly before?: () => Promise<void>;
+  /** Awaited once the measured operations have completed and been timed. */
+  readonly after?: () => Promise<void>;
+}
+
+/** Whether the `i`-th operation of a size whose measured span began at `start` is still to be made (-n or -D). */
+function underWay(p: PerfParams, start: number, i: number): boolean {
+  return p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
+}
+
 /**
  * One size of a bandwidth test (perftest's run_iter_bw): `warm` unmeasured operations, `before`, then the
  * measured ones from `local` towards `remote` until -n or -D, then `after`. Verification is the caller's.
+ * Returns the row and the measured span (`performance.now()` at its start and end).
  */
 async function bwSize(
   s: PerfSession,
@@ -463,14 +510,11 @@ async function bwSize(
   local: Mr,
   remote: RemoteBuffer,
   st: BwState,
-  warm = 0,
-  before?: () => Promise<void>,
-  after?: () => Promise<void>,
-): Promise<BwRow> {
+  steps: BwSizeSteps = {},
+): Promise<{ row: BwRow; from: number; to: number }> {
+  const { warm = 0, before, after } = steps;
   const atomic = p.test.startsWith('atomic');
   const payload = local.sge(0, size);
-  const until = (start: number, i: number) =>
-    p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
   // One work request for every operation of the size, posted again and again (as perftest does).
   const wr = (signaled: boolean): SendWorkRequest =>
     atomic
@@ -517,17 +561,19 @@ async function bwSize(
   if (warm > 0) await burst(performance.now(), (n) => n < warm);
   await before?.();
   const t0 = performance.now();
-  const posted = await burst(t0, (n) => until(t0, n));
-  const ms = performance.now() - t0;
+  const posted = await burst(t0, (n) => underWay(p, t0, n));
+  const t1 = performance.now();
+  const ms = t1 - t0;
   await after?.();
   const avg = mbPerSec(posted * size, ms);
-  return {
+  const row = {
     bytes: size,
     iterations: posted,
     peakMBps: Math.max(sq.peak, avg),
     avgMBps: avg,
     msgRateMpps: posted / (ms * 1000),
   };
+  return { row, from: t0, to: t1 };
 }
 
 /** Client side: runs every size and returns one result per size. */
@@ -584,8 +630,10 @@ async function clientRun(
       )
     : undefined;
   if (back && p.test === 'read_bw') fillPattern(back.buffer, 1);
+  const warm = options.warmUp ?? 0;
   const hello: Hello = {
     ...(back ? { back: { addr: back.baseTo.toString(), rkey: back.stag } } : {}),
+    ...(back && warm ? { warmUp: warm } : {}),
     type: 'hello',
     version: PERF_PROTOCOL_VERSION,
     params: p,
@@ -631,28 +679,32 @@ async function clientRun(
   const moved = options.onMoved;
   // send_bw flow control: the server posted this many receives and announces each batch it posts again.
   const st: BwState = { atomicOps: 0n, credits: SEND_CREDIT_BATCH * 2 };
-  const until = (start: number, i: number) =>
-    p.durationS ? performance.now() - start < p.durationS * 1000 : i < p.iters;
   try {
     for (const [k, size] of (atomic ? [8] : p.sizes).entries()) {
       fillPattern(local.buffer.subarray(0, size), size);
-      const payload = local.sge(0, size);
       let result: PerfResult;
       if (p.test.endsWith('_bw')) {
         const before = async () => {
           await line(options.start);
-          if (back) await ctl.send({ type: 'start' }); // -b: the server's operations of this size start too
+          if (!back) return;
+          // -b: both ends measure from the server's GO, which answers START once the server is ready.
+          await ctl.send({ type: 'start' });
+          if (parseControl(await ctl.recv())?.type !== 'go')
+            throw new PerfBadMessageError('the -b server answered START with no GO');
         };
-        const row = await bwSize(s, sq, p, size, local, remote, st, options.warmUp ?? 0, before, () =>
-          line(options.finish),
-        );
+        const { row, from, to } = await bwSize(s, sq, p, size, local, remote, st, {
+          warm,
+          before,
+          after: () => line(options.finish),
+        });
+        if (back) logSpan(size, from, to);
         const verified = p.verify ? await verify(s, p.test, size, local, remote, st.atomicOps) : true;
         result = back ? bothWays(row, verified, readSide(await ctl.recv(), size)) : { kind: 'bw', verified, row };
       } else {
         // Preallocated, as perftest allocates its timestamp arrays before the loop: no array grows (and is
         // copied) inside a measured round trip.
         const samples = new LatencySamples(p.durationS === undefined ? p.iters : 1 << 16);
-        const warm = options.warmUp ?? 0;
+        const payload = local.sge(0, size);
         const halve = p.test === 'read_lat' || atomic ? 1 : 2;
         await line(options.start);
         const t0 = performance.now();
@@ -667,19 +719,19 @@ async function clientRun(
             if (i >= 0) samples.push(((now - ts) * 1000) / halve);
             moved?.(size);
             i++;
-            const more = i < 0 || until(t0, i);
-            if (more) {
+            const again = i < 0 || underWay(p, t0, i);
+            if (again) {
               ts = performance.now();
               s.qp.postSend(ping);
             }
             // Posted again after the next ping: its echo is read in a later turn than this one.
             s.repost(r.sge);
-            return !more;
+            return !again;
           });
           s.qp.postSend(ping);
           await done;
         } else {
-          for (let i = -warm; i < 0 || until(t0, i); i++) {
+          for (let i = -warm; i < 0 || underWay(p, t0, i); i++) {
             const ts = performance.now();
             if (atomic) {
               await s.qp.fetchAdd(local.sge(0, 8), remote, ATOMIC_ADD);

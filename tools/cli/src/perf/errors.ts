@@ -23,20 +23,34 @@ export class PerfServerRefusedError extends PerfError {
 
 /**
  * The peer speaks another perf protocol version (PERF_PROTOCOL_VERSION); an rddp from before the
- * version was sent speaks 1. `peer`: which end the other one is.
+ * version was sent speaks 1. `peer`: which end the other one is; both versions as the message words them
+ * (a malformed one quoted). `refused`: the reason a server of that version gave, when it answered REFUSED.
  */
 export class PerfVersionError extends PerfError {
   readonly code = 'ERR_PERF_VERSION';
   constructor(
     readonly peer: 'server' | 'client',
     readonly theirs: string,
-    readonly ours: number,
+    readonly ours: string,
+    readonly refused?: string,
   ) {
-    super(`the perf ${peer} speaks perf protocol ${theirs}, this ${peer === 'server' ? 'client' : 'server'} ${ours}`);
+    super(
+      `the perf ${peer} speaks perf protocol ${theirs}, this ${peer === 'server' ? 'client' : 'server'} ${ours}${refused === undefined ? '' : `; it refused the run: ${refused}`}`,
+    );
   }
 }
 
 /** A control message (READY, RESULT) that is not what the protocol carries at that point. */
 export class PerfBadMessageError extends PerfError {
   readonly code = 'ERR_PERF_BAD_MESSAGE';
+}
+
+/** Server side: write_lat's Write back to the client failed (posting it or its completion); the run ends. */
+export class PerfWriteBackError extends PerfError {
+  readonly code = 'ERR_PERF_WRITE_BACK';
+  constructor(cause: unknown) {
+    super(`write_lat: a Write back to the client failed: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+  }
 }

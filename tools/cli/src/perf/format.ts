@@ -1,5 +1,5 @@
 /** perftest's output tables (ib_write_bw / ib_write_lat), so RDMA users read rddp's figures at a glance. */
-import { type LatencySummary, quantile, sorted } from '../bench/stats.js';
+import { type LatencySummary, quantile, sorted, summarizeSorted } from '../bench/stats.js';
 
 export const RULE = '-'.repeat(87);
 
@@ -31,23 +31,10 @@ export interface LatRow {
 export function perfLatency(samples: readonly number[]): PerfLatency {
   // Sorted once: every figure below reads the one sorted copy.
   const s = sorted(samples);
-  const n = s.length;
-  let sum = 0;
-  for (const v of s) sum += v;
-  const avg = n ? sum / n : Number.NaN;
+  const summary = summarizeSorted(s);
   let sq = 0;
-  for (const v of s) sq += (v - avg) ** 2;
-  const mid = n >> 1;
-  return {
-    min: n ? (s[0] as number) : Number.NaN,
-    // The median of an even count is the mean of the middle two (bench/stats' `median`).
-    median: n === 0 ? Number.NaN : n % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2,
-    p99: quantile(s, 0.99),
-    max: n ? (s[n - 1] as number) : Number.NaN,
-    avg,
-    stdev: n ? Math.sqrt(sq / n) : Number.NaN,
-    p999: quantile(s, 0.999),
-  };
+  for (const v of s) sq += (v - summary.avg) ** 2;
+  return { ...summary, stdev: s.length ? Math.sqrt(sq / s.length) : Number.NaN, p999: quantile(s, 0.999) };
 }
 
 /** perftest's units: MB/sec (2^20 octets a second), or Gb/sec (10^9 bits a second) with --report_gbits. */

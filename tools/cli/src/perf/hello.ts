@@ -8,11 +8,14 @@ import type { PerfParams, PerfResult } from './engine.js';
 import { PerfBadMessageError, PerfHelloRefusedError, PerfVersionError } from './errors.js';
 import { allSizes } from './format.js';
 import {
+  DEFAULT_OUTS,
   PERF_DEFAULT_MAX_MEMORY,
   PERF_DEFAULT_MAX_SIZE,
   PERF_MAX_DURATION_S,
   PERF_MAX_ITERS,
+  PERF_MAX_OUTS,
   PERF_MAX_TX_DEPTH,
+  PERF_MAX_WARM_UP,
 } from './limits.js';
 import { BIDIRECTIONAL_TESTS, PERF_TESTS, type PerfTest } from './tests.js';
 
@@ -48,10 +51,14 @@ export function peerVersion(v: unknown): string {
   return typeof v === 'number' && Number.isInteger(v) && v > 0 ? String(v) : q(v);
 }
 
-/** Throws PerfVersionError unless `msg` (from `peer`) names this end's PERF_PROTOCOL_VERSION. */
+/**
+ * Throws PerfVersionError unless `msg` (from `peer`) names this end's PERF_PROTOCOL_VERSION; a REFUSED's
+ * reason goes into the error (an older server's refusal says why, whatever its version).
+ */
 export function checkVersion(msg: Record<string, unknown>, peer: 'server' | 'client'): void {
-  if (msg.version !== PERF_PROTOCOL_VERSION)
-    throw new PerfVersionError(peer, peerVersion(msg.version), PERF_PROTOCOL_VERSION);
+  if (msg.version === PERF_PROTOCOL_VERSION) return;
+  const reason = msg.type === 'refused' && typeof msg.reason === 'string' ? msg.reason.slice(0, 300) : undefined;
+  throw new PerfVersionError(peer, peerVersion(msg.version), String(PERF_PROTOCOL_VERSION), reason);
 }
 
 export interface Hello {
@@ -63,6 +70,8 @@ export interface Hello {
   rkey: number;
   /** `-b`: the client's region the server's operations reach. */
   back?: { addr: string; rkey: number };
+  /** The client's `--warm-up`: under `-b` the server's direction makes as many unmeasured operations. */
+  warmUp?: number;
 }
 
 /** Octets the server allocates for one stream serving `p` (besides the HELLO buffer). */
@@ -100,6 +109,11 @@ export interface PerfServerRun {
   readonly durationS?: number;
   /** perftest's `-b` is given to both ends (SYMMETRIC): a server's `-b` or its absence fixes it. */
   readonly bidirectional?: boolean;
+  /**
+   * Under `-b`: the ORD of the server's own Reads and atomics (its `-o`, or the default), fixed when its
+   * queue pair is made, before HELLO; a read_bw or atomic_bw client asking another `-o` is refused.
+   */
+  readonly outs?: number;
 }
 
 /** A run's sizes and length as the flags that ask for them: `-s 4096`, `-a`, `-n 1000`, `-D 5`. */
@@ -123,6 +137,16 @@ function checkRun(p: PerfParams, run: PerfServerRun): void {
       run.bidirectional
         ? 'this server runs -b (bidirectional), the client asked for one direction'
         : 'this server runs one direction, the client asked for -b (bidirectional): give -b to both ends',
+    );
+  const outs = p.outs ?? DEFAULT_OUTS;
+  if (
+    p.bidirectional &&
+    run.outs !== undefined &&
+    outs !== run.outs &&
+    (p.test === 'read_bw' || p.test === 'atomic_bw')
+  )
+    throw new PerfHelloRefusedError(
+      `this server's Reads and atomics run -o ${run.outs} under -b, the client asked for -o ${outs}: give the same -o to both ends`,
     );
   if (run.durationS !== undefined && p.durationS !== run.durationS)
     throw new PerfHelloRefusedError(`this server runs -D ${run.durationS}, the client asked for ${lengthFlag(p)}`);
@@ -183,6 +207,9 @@ export function checkHello(
   const iters = integer('iters', p.iters, 1, PERF_MAX_ITERS);
   const durationS = p.durationS === undefined ? undefined : integer('durationS', p.durationS, 1, PERF_MAX_DURATION_S);
   const txDepth = integer('txDepth', p.txDepth, 1, PERF_MAX_TX_DEPTH);
+  const cqMod = p.cqMod === undefined ? undefined : integer('cqMod', p.cqMod, 1, PERF_MAX_TX_DEPTH);
+  const outs = p.outs === undefined ? undefined : integer('outs', p.outs, 1, PERF_MAX_OUTS);
+  const warmUp = msg.warmUp === undefined ? undefined : integer('warmUp', msg.warmUp, 0, PERF_MAX_WARM_UP);
   if (typeof p.verify !== 'boolean') throw new PerfHelloRefusedError(`verify ${q(p.verify)} is not a boolean`);
   if (typeof msg.addr !== 'string' || !/^\d{1,20}$/.test(msg.addr) || BigInt(msg.addr) > MAX_U64)
     throw new PerfHelloRefusedError(`addr ${q(msg.addr)} is not a 64-bit Tagged Offset`);
@@ -204,6 +231,8 @@ export function checkHello(
     iters,
     ...(durationS !== undefined ? { durationS } : {}),
     txDepth,
+    ...(cqMod !== undefined ? { cqMod } : {}),
+    ...(outs !== undefined ? { outs } : {}),
     verify: p.verify,
     ...(p.bidirectional ? { bidirectional: true } : {}),
   };
@@ -213,7 +242,15 @@ export function checkHello(
     throw new PerfHelloRefusedError(
       `${p.test} of ${Math.max(...sizes)} octets needs ${need} octets of buffers, over this server's --max-memory ${limits.maxMemory}`,
     );
-  return { type: 'hello', version: PERF_PROTOCOL_VERSION, params, addr: msg.addr, rkey, ...(back ? { back } : {}) };
+  return {
+    type: 'hello',
+    version: PERF_PROTOCOL_VERSION,
+    params,
+    addr: msg.addr,
+    rkey,
+    ...(back ? { back } : {}),
+    ...(warmUp ? { warmUp } : {}),
+  };
 }
 
 /** A number or JSON's null (NaN, Infinity) as a number. */
