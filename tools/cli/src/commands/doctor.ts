@@ -26,8 +26,17 @@ function mpaRequire(): NodeJS.Require {
   }
 }
 
+/** `require` from @rddp/crc32c's own place, where the CRC32c backends are its optional dependencies. */
+function crcRequire(): NodeJS.Require {
+  try {
+    return createRequire(mpaRequire().resolve('@rddp/crc32c'));
+  } catch {
+    return mpaRequire();
+  }
+}
+
 /** Whether each CRC32c backend (`RDDP_CRC32C`'s names) loads and passes its `CRC32C_BACKENDS` check here. */
-export function crc32cAvailable(req = mpaRequire()): Record<Crc32cBackendName, boolean> {
+export function crc32cAvailable(req = crcRequire()): Record<Crc32cBackendName, boolean> {
   const loads = (name: Crc32cBackendName): boolean => {
     try {
       return CRC32C_BACKENDS[name].check(req(CRC32C_BACKENDS[name].package) as never);
@@ -73,7 +82,7 @@ function readProc(file: string): string | undefined {
 /** Everything doctor looks at, in its order. `backend` is @rddp/llp-mpa-tcp's `chooseCrc32cBackend()`, or its error. */
 export function doctorLines(backend: string | Error): DoctorLine[] {
   const req = mpaRequire();
-  const crc = crc32cAvailable(req);
+  const crc = crc32cAvailable();
   const has = Object.entries(crc)
     .map(([k, v]) => `${k} ${v ? 'yes' : 'no'}`)
     .join(', ');
