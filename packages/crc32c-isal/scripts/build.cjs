@@ -1,6 +1,6 @@
 // Builds the optional ISA-L binding at install. Whatever happens it prints one line naming the CRC32c
 // backend rddp will use and exits 0: without ISA-L's headers (Debian: libisal-dev), node-gyp or Node's
-// headers, @rddp/llp-mpa-tcp falls back to sse4_crc32 or @node-rs/crc32. node-gyp's own output is kept
+// headers, @rddp/crc32c falls back to sse4_crc32 or @node-rs/crc32. node-gyp's own output is kept
 // for RDDP_CRC32C_ISAL_VERBOSE=1, and RDDP_REQUIRE_ISAL=1 (CI) turns a failed build into a failed install.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');

@@ -14,8 +14,10 @@
  */
 import { createRequire } from 'node:module';
 import {
+  CRC32C_BACKEND_NAMES,
   CRC32C_BACKENDS,
   CRC32C_PIN_ENV,
+  type Crc32cBackendName,
   type Crc32cChoice,
   type Crc32cLoaders,
   type IsalCrc32cModule,
@@ -116,6 +118,21 @@ export let isalBinding: IsalCrc32cBinding | undefined;
 let longRange: RangeCrc | undefined;
 /** Below this many octets the JavaScript table beats a native call; 0 until chosen (every run chooses). */
 let nativeThreshold = 0;
+
+/**
+ * Whether each backend (`RDDP_CRC32C`'s names) loads from this package's place and passes its check
+ * (RFC 3720 §B.4's check value), without choosing one: what `rddp doctor` lists as available.
+ */
+export function crc32cBackendsAvailable(): Record<Crc32cBackendName, boolean> {
+  const loads = (name: Crc32cBackendName): boolean => {
+    try {
+      return CRC32C_BACKENDS[name].check(require(CRC32C_BACKENDS[name].package) as never);
+    } catch {
+      return false;
+    }
+  };
+  return Object.fromEntries(CRC32C_BACKEND_NAMES.map((n) => [n, loads(n)])) as Record<Crc32cBackendName, boolean>;
+}
 
 /**
  * Chooses the CRC32c backend once for the process (`RDDP_CRC32C` as @rddp/llp's `resolveCrc32cBackend`

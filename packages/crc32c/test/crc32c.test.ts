@@ -13,6 +13,7 @@ import {
   chooseCrc32cBackend,
   crc32c,
   crc32cBackend,
+  crc32cBackendsAvailable,
   crc32cRange,
   crc32cTable,
   crc32cU16,
@@ -51,9 +52,16 @@ describe('RFC 3720 §B.4 vectors', () => {
 });
 
 describe('the backend chosen', () => {
-  it('is one of the table entries, named by crc32cBackend once chosen; choosing again returns it', () => {
+  it('is one of the table entries, and crc32cBackend names it (its state before a choice: tools/cli/test/crc32c-pin)', () => {
     expect(crc32cBackend).toBe(chooseCrc32cBackend());
     expect(Object.values(CRC32C_BACKENDS).map((b) => b.package)).toContain(crc32cBackend);
+  });
+
+  it('crc32cBackendsAvailable: @node-rs/crc32 (a dependency) and the backend chosen load here and pass their check', () => {
+    const available = crc32cBackendsAvailable();
+    expect(available['node-rs']).toBe(true);
+    const chosen = Object.entries(CRC32C_BACKENDS).find(([, b]) => b.package === chooseCrc32cBackend())?.[0];
+    expect(available[chosen as keyof typeof available]).toBe(true);
   });
 
   it('an empty range leaves the CRC as it was', () => {

@@ -22,14 +22,14 @@ const ZERO4 = new Uint8Array(4);
 
 /** The checksum an SCTP packet should carry: CRC32c over the packet with its checksum field taken as zero. */
 export function sctpChecksum(packet: Uint8Array): number {
-  let c = crc32c(packet, 0, 8);
-  c = crc32c(ZERO4, 0, 4, c);
-  return crc32c(packet, 12, packet.byteLength, c);
+  let c = crc32cRange(packet, 0, 8, 0);
+  c = crc32cRange(ZERO4, 0, 4, c);
+  return crc32cRange(packet, 12, packet.byteLength, c);
 }
 
 /** The checksum of a packet whose checksum field already holds zero (what `@rddp/sctp` signs). */
 export function sctpChecksumOfZeroed(packet: Uint8Array): number {
-  return crc32c(packet, 0, packet.byteLength);
+  return crc32cRange(packet, 0, packet.byteLength, 0);
 }
 
 /** Whether the packet's checksum (stored little-endian at offset 8, as the sctp package and Linux do) is right. */

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -164,9 +164,18 @@ describe('rddp conformance against targets as they are', () => {
     const server = node(['rping', '-s', '-P', '-p', String(port)]);
     await listening(server);
     // One run: the table on stdout, the JSON report beside it (--json <file>).
-    const report = path.join(tmpdir(), `rddp-conformance-all-${process.pid}.json`);
+    const dir = mkdtempSync(path.join(tmpdir(), 'rddp-conformance-all-'));
+    const report = path.join(dir, 'report.json');
+    let json = '';
     const r = await direct(['conformance', '--target', `127.0.0.1:${port}`, '--all', '--json', report]);
-    server.kill('SIGTERM');
+    try {
+      json = readFileSync(report, 'utf8');
+    } catch {
+      // no report: the exit status below says why
+    } finally {
+      server.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    }
     expect(r.code, r.err).toBe(0);
     const heads = lines(r.out).filter((l) => l.startsWith('rddp conformance: target'));
     expect(heads).toHaveLength(5);
@@ -174,7 +183,7 @@ describe('rddp conformance against targets as they are', () => {
     expect(heads.join('\n')).toMatch(/MPA rev 0, CRC on, Markers on/);
     const totals = lines(r.out).filter((l) => /\d+ passed, \d+ failed/.test(l));
     expect(totals).toEqual([expect.stringMatching(/^5 modes: \d+ passed, 0 failed/)]);
-    const s = JSON.parse(readFileSync(report, 'utf8')) as {
+    const s = JSON.parse(json) as {
       failed: number;
       passed: number;
       modes: {
@@ -182,7 +191,6 @@ describe('rddp conformance against targets as they are', () => {
         results: { name: string; verdict: string; evidence: string }[];
       }[];
     };
-    rmSync(report, { force: true });
     expect(s.modes.map((m) => `${m.mode.mpaRev}${m.mode.markers ? 'M' : ''}`)).toEqual(['1', '2', '1M', '2M', '0M']);
     const bad = s.modes.flatMap((m) => m.results.filter((x) => x.verdict === 'FAIL' || x.verdict === 'WARN'));
     expect(bad).toEqual([]);

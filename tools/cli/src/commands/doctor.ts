@@ -6,7 +6,7 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { CRC32C_BACKEND_NAMES, CRC32C_BACKENDS, type Crc32cBackendName } from '@rddp/llp';
+import { CRC32C_BACKENDS, type Crc32cBackendName } from '@rddp/llp';
 
 /** One thing doctor looks at: what it found, and how to get it where it is missing. */
 export interface DoctorLine {
@@ -24,27 +24,6 @@ function mpaRequire(): NodeJS.Require {
   } catch {
     return createRequire(import.meta.url);
   }
-}
-
-/** `require` from @rddp/crc32c's own place, where the CRC32c backends are its optional dependencies. */
-function crcRequire(): NodeJS.Require {
-  try {
-    return createRequire(mpaRequire().resolve('@rddp/crc32c'));
-  } catch {
-    return mpaRequire();
-  }
-}
-
-/** Whether each CRC32c backend (`RDDP_CRC32C`'s names) loads and passes its `CRC32C_BACKENDS` check here. */
-export function crc32cAvailable(req = crcRequire()): Record<Crc32cBackendName, boolean> {
-  const loads = (name: Crc32cBackendName): boolean => {
-    try {
-      return CRC32C_BACKENDS[name].check(req(CRC32C_BACKENDS[name].package) as never);
-    } catch {
-      return false;
-    }
-  };
-  return Object.fromEntries(CRC32C_BACKEND_NAMES.map((n) => [n, loads(n)])) as Record<Crc32cBackendName, boolean>;
 }
 
 /** Whether `@rddp/writev`'s native build loads here (the direct send path, `--congestion`). */
@@ -80,9 +59,8 @@ function readProc(file: string): string | undefined {
 }
 
 /** Everything doctor looks at, in its order. `backend` is @rddp/llp-mpa-tcp's `chooseCrc32cBackend()`, or its error. */
-export function doctorLines(backend: string | Error): DoctorLine[] {
+export function doctorLines(backend: string | Error, crc: Record<Crc32cBackendName, boolean>): DoctorLine[] {
   const req = mpaRequire();
-  const crc = crc32cAvailable();
   const has = Object.entries(crc)
     .map(([k, v]) => `${k} ${v ? 'yes' : 'no'}`)
     .join(', ');
@@ -180,7 +158,8 @@ export async function runDoctor(o: { json?: boolean }): Promise<void> {
   } catch (e) {
     backend = e instanceof Error ? e : new Error(String(e));
   }
-  const lines = doctorLines(backend);
+  // Which backends load, from @rddp/crc32c's own place (its optional dependencies).
+  const lines = doctorLines(backend, (await import('@rddp/crc32c')).crc32cBackendsAvailable());
   for (const l of lines) console.log(o.json ? JSON.stringify(l) : doctorLine(l));
   // Something missing is reported, not a failure; a pin that cannot be honoured is (as every command fails).
   if (typeof backend !== 'string') process.exitCode = 1;
