@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, run } from './procs.js';
+import { endsWithin, freePort, outputMatches, run } from './procs.js';
 import { closedWithin, rawMpaPeer, rssOf, sendFpdu, ulpdus } from './raw-rdmap.js';
 
 async function waitForListening(server: ChildProcess): Promise<void> {
@@ -190,4 +190,65 @@ describe('rddp perf, one-shot server: a refused HELLO ends it with one line', ()
     );
     expect(s.code).toBe(1);
   }, 60_000);
+});
+
+describe('rddp perf: a client that stops or dies in mid-run', () => {
+  const lines = (s: string) => s.split('\n').filter((l) => l !== '' && !l.includes('listening'));
+
+  it('-b: a client that sends its HELLO and then nothing: the wait for START is bounded, one line, the close', async () => {
+    const port = await freePort();
+    // RDDP_PERF_STEP_TIMEOUT_MS: the engine's hook for tests (30 s otherwise); set for this spawn only.
+    process.env.RDDP_PERF_STEP_TIMEOUT_MS = '1000';
+    let server: ReturnType<typeof run>;
+    try {
+      server = run(['perf', 'write_bw', '-p', String(port), '-b']);
+    } finally {
+      delete process.env.RDDP_PERF_STEP_TIMEOUT_MS;
+    }
+    await waitForListening(server.child);
+    const raw = await rawMpaPeer(port);
+    const kill = setTimeout(() => server.child.kill(), 15_000);
+    try {
+      raw.socket.write(
+        sendFpdu(
+          1,
+          new TextEncoder().encode(
+            hello({ test: 'write_bw', bidirectional: true }, { back: { addr: '4096', rkey: 2 } }),
+          ),
+        ),
+      );
+      await closedWithin(raw, 10_000);
+      const sends = ulpdus(raw.received()).filter((f) => f.opcode === 0x3);
+      expect(JSON.parse(sends[0]?.payload.toString() ?? '')).toMatchObject({ type: 'ready' });
+      const s = await server.done;
+      expect(s.code).toBe(1);
+      expect(lines(s.err)).toEqual([
+        "rddp: timed out after 1000 ms waiting for the -b client's START (ERR_PERF_STEP_TIMEOUT)",
+      ]);
+    } finally {
+      clearTimeout(kill);
+      raw.socket.destroy();
+    }
+  }, 30_000);
+
+  it('write_lat: the client killed (SIGKILL) in mid-run: the server names the peer ending, not a failed Write back', async () => {
+    const port = String(await freePort());
+    const server = run(['perf', 'write_lat', '-p', port]);
+    await waitForListening(server.child);
+    const client = run(['perf', 'write_lat', '127.0.0.1', '-p', port, '-D', '30', '-s', '4096']);
+    const kill = setTimeout(() => server.child.kill(), 15_000);
+    try {
+      await outputMatches(client.child, 'stdout', /#bytes/);
+      await new Promise((r) => setTimeout(r, 500)); // in the run: Writes and Writes back flowing
+      client.child.kill('SIGKILL');
+      const s = await endsWithin(server);
+      expect(s.code).toBe(1);
+      expect(lines(s.err)).toHaveLength(1);
+      expect(s.err).toMatch(/^rddp: the peer (reset|closed) the connection in mid-run/m);
+      expect(s.err).not.toContain('ERR_PERF_WRITE_BACK');
+    } finally {
+      clearTimeout(kill);
+      client.child.kill();
+    }
+  }, 30_000);
 });

@@ -2,7 +2,7 @@ import { loopbackModule } from '@rddp/llp-loopback';
 import { createStack, type RdmapStreamBuilder, rdmapStreamOn } from '@rddp/stack';
 import { type CompletionQueue, Device } from '@rddp/verbs';
 import { describe, expect, it } from 'vitest';
-import { quantile, sorted, summarizeLatency } from '../src/bench/stats.js';
+import { median, medianSorted, quantile, sorted, summarizeLatency } from '../src/bench/stats.js';
 import { perfLoopback, perfParams, printHeader } from '../src/commands/perf.js';
 import { cqModFor, PERF_TESTS, perfClient, perfServe } from '../src/perf/engine.js';
 import { allSizes, perfLatency } from '../src/perf/format.js';
@@ -106,6 +106,15 @@ describe('rddp perf: perftest tests, both ends in one process', () => {
       expect(l.stdev).toBeCloseTo(sd, 9);
     }
     expect(Object.values(perfLatency([])).every(Number.isNaN)).toBe(true);
+  });
+
+  it('medianSorted: the middle value, or the mean of the middle two; median sorts first; both NaN when empty', () => {
+    expect(medianSorted([1, 2, 9])).toBe(2);
+    expect(medianSorted([1, 2, 4, 9])).toBe(3);
+    expect(median([9, 1, 4, 2])).toBe(3);
+    expect(summarizeLatency([9, 1, 4, 2]).median).toBe(3);
+    expect(medianSorted([])).toBeNaN();
+    expect(median([])).toBeNaN();
   });
 
   it('bad flags are typed usage errors', () => {

@@ -122,11 +122,14 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     }
   }, 90_000);
 
-  it('-b write_bw -D 1 --warm-up: both ends measure from one signal, so the two directions overlap in time', async () => {
-    const [client, served] = await bothWays('write_bw', ['-D', '1', '-s', '4096', '--debug'], ['--warm-up', '50']);
+  it('-b write_bw -D 1 --warm-up: both ends measure from one signal (the GO), so the two directions start together', async () => {
+    // 8 MiB: filling a source this large takes tens of ms, so a server that filled it (or warmed up) after
+    // START, rather than before answering it with GO, would start measuring visibly later than the client.
+    const size = 8 << 20;
+    const [client, served] = await bothWays('write_bw', ['-D', '1', '-s', String(size), '--debug'], ['--warm-up', '5']);
     // --debug: each end's measured span on this host's clock.
     const span = (err: string) => {
-      const m = /-b: 4096 octets: this end's direction measured from ([\d.]+) to ([\d.]+)/.exec(err);
+      const m = new RegExp(`-b: ${size} octets: this end's direction measured from ([\\d.]+) to ([\\d.]+)`).exec(err);
       expect(m, err).not.toBe(null);
       return [Number(m?.[1]), Number(m?.[2])] as const;
     };
@@ -134,8 +137,13 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     const [sFrom, sTo] = span(served.err);
     const overlap = Math.min(cTo, sTo) - Math.max(cFrom, sFrom);
     expect(overlap).toBeGreaterThan(0.5 * Math.min(cTo - cFrom, sTo - sFrom));
-    expect(served.err).toMatch(/rddp perf: -b: \d+ operations of 4096 octets towards the client\n/);
-    expect(line(served.out, 4096)).toBe(line(client.out, 4096));
+    // The server starts once its GO is sent, the client once it arrived: the server's start is no later
+    // (a few ms of clock reading aside), and the two are close: within 2 % of the span, or 20 ms.
+    expect(sFrom, `server ${sFrom}, client ${cFrom}`).toBeLessThanOrEqual(cFrom + 5);
+    const gap = Math.abs(cFrom - sFrom);
+    expect(gap).toBeLessThan(Math.max(0.02 * Math.min(cTo - cFrom, sTo - sFrom), 20));
+    expect(served.err).toMatch(new RegExp(`rddp perf: -b: \\d+ operations of ${size} octets towards the client\n`));
+    expect(line(served.out, size)).toBe(line(client.out, size));
   }, 60_000);
 
   it('-b given to one end only, or -b with another -o than the server: refused with the reason', async () => {

@@ -12,7 +12,11 @@ export function quantile(sortedValues: readonly number[], q: number): number {
 }
 
 export function median(values: readonly number[]): number {
-  const s = sorted(values);
+  return medianSorted(sorted(values));
+}
+
+/** The median of already sorted values: the middle one, or the mean of the middle two (NaN when empty). */
+export function medianSorted(s: readonly number[]): number {
   if (s.length === 0) return Number.NaN;
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
@@ -35,10 +39,9 @@ export function summarizeSorted(s: readonly number[]): LatencySummary {
   const n = s.length;
   let sum = 0;
   for (const v of s) sum += v;
-  const mid = n >> 1;
   return {
     min: n ? (s[0] as number) : Number.NaN,
-    median: n === 0 ? Number.NaN : n % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2,
+    median: medianSorted(s),
     p99: quantile(s, 0.99),
     max: n ? (s[n - 1] as number) : Number.NaN,
     avg: n ? sum / n : Number.NaN,

@@ -1,8 +1,9 @@
 /**
  * perftest-style tests over rddp (ib_write_bw, ib_read_lat, ...), through verbs as perftest runs through
  * libibverbs: registered memory regions, work requests on a queue pair, completions from its CQs. Both
- * ends speak a small control protocol of Sends carrying JSON (HELLO → READY per run, RESULT at the end);
- * the measured traffic is plain RDMA Writes, Reads and Sends, posted unsignaled but for one in `cqMod`
+ * ends speak a small control protocol of Sends carrying JSON: HELLO → READY per run (or REFUSED, and the
+ * close), RESULT at the end; under `-b`, per size, the client's START → the server's GO (both ends measure
+ * from it) and the server's SIDE (its direction's figures) once the size is done. The measured traffic is plain RDMA Writes, Reads and Sends, posted unsignaled but for one in `cqMod`
  * (perftest's CQ moderation). Data is verified at the end of every size unless --no-verify.
  */
 import { type LlpConnection, type MemoryReservation, processMemoryBudget, sourceKey } from '@rddp/llp';
@@ -14,6 +15,7 @@ import {
   PerfBadMessageError,
   PerfHelloRefusedError,
   PerfServerRefusedError,
+  PerfStepTimeoutError,
   PerfVersionError,
   PerfWriteBackError,
 } from './errors.js';
@@ -70,6 +72,65 @@ export type PerfResult =
 export const perfDebug: { log: ((s: string) => void) | undefined } = { log: undefined };
 /** How long a close (after a refusal or a failure) may take before the LLP connection is aborted. */
 const CLOSE_WITHIN_MS = 2000;
+
+/**
+ * The least a `-b` control step (the server's wait for START, the client's for GO) may take before the run
+ * ends with PerfStepTimeoutError: 30 s. `RDDP_PERF_STEP_TIMEOUT_MS` (a positive integer) lowers or raises
+ * it; it is a hook for tests, which cannot wait 30 s for a silent peer, and no flag sets it.
+ */
+const STEP_TIMEOUT_MS = 30_000;
+function stepFloorMs(): number {
+  const v = Number(process.env.RDDP_PERF_STEP_TIMEOUT_MS);
+  return Number.isSafeInteger(v) && v > 0 ? v : STEP_TIMEOUT_MS;
+}
+
+/**
+ * Bounds a `-b` control step. Since `mark` this end made the same operations the peer makes (its fill,
+ * warm-up, measured span and verification of the size): the peer gets twice that time, and at least
+ * `stepFloorMs()`, so a long -n or -D run is never cut short and a silent peer is, within its bound.
+ */
+class StepClock {
+  private mark = performance.now();
+  /** The step just taken: the next one is bounded from now. */
+  taken(): void {
+    this.mark = performance.now();
+  }
+  /** `p`, or PerfStepTimeoutError naming `step` once the bound passes; the loser's rejection is handled. */
+  within<T>(p: Promise<T>, step: string): Promise<T> {
+    const ms = Math.max(stepFloorMs(), Math.ceil(2 * (performance.now() - this.mark)));
+    return new Promise<T>((resolve, reject) => {
+      const t = setTimeout(() => {
+        p.catch(() => {});
+        reject(new PerfStepTimeoutError(step, ms));
+      }, ms);
+      p.then(
+        (v) => {
+          clearTimeout(t);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(t);
+          reject(e);
+        },
+      );
+    });
+  }
+}
+
+/**
+ * Codes that only say the stream ended under an operation, or that a post came after it (the codes
+ * `PeerWatch.explain` names the peer's end for, peer.ts): a write_lat Write back failing so is the client
+ * ending, not the Write back. The error carrying one (a failed completion's cause) is returned.
+ */
+const STREAM_ENDED_CODES = new Set(['ERR_RDMAP_FLUSHED', 'ERR_RDMAP_LLP_FAILED', 'ERR_VERBS_QP_STATE']);
+function streamEnded(e: unknown): unknown {
+  for (let x = e, depth = 0; x !== undefined && x !== null && depth < 4; depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === 'string' && STREAM_ENDED_CODES.has(code)) return x;
+    x = (x as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
 
 /** Deterministic payload octets so both ends can check data without shipping it. */
 export function fillPattern(buf: Uint8Array, seed: number): void {
@@ -158,7 +219,10 @@ export interface PerfServeOptions {
   readonly budget?: MemoryBudget;
   /** The test this server runs: a HELLO for another is refused. */
   readonly test?: PerfTest;
-  /** The sizes and run length this server's flags fixed: a HELLO asking otherwise is refused. */
+  /**
+   * The sizes and run length this server's flags fixed, and its `-b`: a HELLO asking otherwise is refused.
+   * Left out, the server runs one direction only (a `-b` HELLO is refused) and takes any sizes and length.
+   */
   readonly run?: PerfServerRun;
   /** Builds the RDMAP Stream: a stack's `rdmapStream` (default: the stack's built-in factories). */
   readonly rdmapFactory?: RdmapStreamBuilder;
@@ -296,7 +360,9 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
   const remote = { stag: hello.rkey, to: BigInt(hello.addr) };
   if (p.test === 'read_bw' || p.test === 'read_lat') fillPattern(region.buffer, 1);
   let stop = false;
-  // write_lat: the first Write back that fails (a full send queue, an error completion) ends the run.
+  // write_lat: the first Write back that fails (a full send queue, an error completion) ends the run, and
+  // none is posted after it. One failing because the stream ended (the client killed or gone) rejects with
+  // that end's error, so that `watch.explain` names the client's reset or close, as the RESULT wait would.
   let writeBackFailed: (e: unknown) => void = () => {};
   const writeBackFailure = new Promise<never>((_, reject) => (writeBackFailed = reject));
   writeBackFailure.catch(() => {}); // raced with RESULT below
@@ -306,7 +372,9 @@ async function serveRun(s: PerfSession, hello: Hello, log: (s: string) => void):
       if (stop) return;
       const n = Number(e.to - region.baseTo) + e.length;
       s.qp.write(region.sge(0, n), remote).catch((err: unknown) => {
-        if (!stop) writeBackFailed(new PerfWriteBackError(err));
+        if (stop) return;
+        stop = true;
+        writeBackFailed(streamEnded(err) ?? new PerfWriteBackError(err));
       });
     });
   }
@@ -409,10 +477,13 @@ async function serveBack(
   const source = s.register(new Uint8Array(maxSize(p)), Access.LocalRead | Access.LocalWrite);
   const sq = new SendQueueWindow(s);
   const st: BwState = { atomicOps: 0n, credits: 0 };
+  // A client that stays connected and sends no START holds this server's buffers: the wait is bounded.
+  const clock = new StepClock();
   const go = async () => {
-    const m = parseControl(await ctl.recv());
+    const m = parseControl(await clock.within(ctl.recv(), "the -b client's START"));
     if (m?.type !== 'start') throw new PerfBadMessageError('a -b client sent no START before a size');
     await ctl.send({ type: 'go' });
+    clock.taken();
   };
   try {
     for (const size of p.test.startsWith('atomic') ? [8] : p.sizes) {
@@ -676,6 +747,8 @@ async function clientRun(
   };
   const results: PerfResult[] = [];
   const sq = new SendQueueWindow(s, options.onMoved);
+  // -b: the wait for the server's GO is bounded (a server that stays connected and silent).
+  const clock = new StepClock();
   const moved = options.onMoved;
   // send_bw flow control: the server posted this many receives and announces each batch it posts again.
   const st: BwState = { atomicOps: 0n, credits: SEND_CREDIT_BATCH * 2 };
@@ -688,9 +761,15 @@ async function clientRun(
           await line(options.start);
           if (!back) return;
           // -b: both ends measure from the server's GO, which answers START once the server is ready.
-          await ctl.send({ type: 'start' });
-          if (parseControl(await ctl.recv())?.type !== 'go')
-            throw new PerfBadMessageError('the -b server answered START with no GO');
+          try {
+            await ctl.send({ type: 'start' });
+            if (parseControl(await clock.within(ctl.recv(), "the -b server's GO"))?.type !== 'go')
+              throw new PerfBadMessageError('the -b server answered START with no GO');
+          } catch (e) {
+            await s.closeWithin(CLOSE_WITHIN_MS);
+            throw e;
+          }
+          clock.taken();
         };
         const { row, from, to } = await bwSize(s, sq, p, size, local, remote, st, {
           warm,
@@ -699,7 +778,9 @@ async function clientRun(
         });
         if (back) logSpan(size, from, to);
         const verified = p.verify ? await verify(s, p.test, size, local, remote, st.atomicOps) : true;
-        result = back ? bothWays(row, verified, readSide(await ctl.recv(), size)) : { kind: 'bw', verified, row };
+        result = back
+          ? bothWays(row, verified, readSide(await clock.within(ctl.recv(), "the -b server's SIDE"), size))
+          : { kind: 'bw', verified, row };
       } else {
         // Preallocated, as perftest allocates its timestamp arrays before the loop: no array grows (and is
         // copied) inside a measured round trip.

@@ -54,3 +54,17 @@ export class PerfWriteBackError extends PerfError {
     });
   }
 }
+
+/**
+ * A `-b` control step (the server's wait for START, the client's for GO) not taken within its bound: the
+ * peer stayed connected and silent. The run ends and the connection is closed (the server's memory with it).
+ */
+export class PerfStepTimeoutError extends PerfError {
+  readonly code = 'ERR_PERF_STEP_TIMEOUT';
+  constructor(
+    readonly step: string,
+    readonly ms: number,
+  ) {
+    super(`timed out after ${ms} ms waiting for ${step}`);
+  }
+}
