@@ -138,10 +138,10 @@ describe('rddp perf: perftest flags (issue 37)', () => {
     const overlap = Math.min(cTo, sTo) - Math.max(cFrom, sFrom);
     expect(overlap).toBeGreaterThan(0.5 * Math.min(cTo - cFrom, sTo - sFrom));
     // The server starts once its GO is sent, the client once it arrived: the server's start is no later
-    // (a few ms of clock reading aside), and the two are close: within 2 % of the span, or 20 ms.
-    expect(sFrom, `server ${sFrom}, client ${cFrom}`).toBeLessThanOrEqual(cFrom + 5);
+    // (a few ms of scheduling aside on a loaded machine), and the two are close: within 5 % of the span, or 40 ms.
+    expect(sFrom, `server ${sFrom}, client ${cFrom}`).toBeLessThanOrEqual(cFrom + 20);
     const gap = Math.abs(cFrom - sFrom);
-    expect(gap).toBeLessThan(Math.max(0.02 * Math.min(cTo - cFrom, sTo - sFrom), 20));
+    expect(gap).toBeLessThan(Math.max(0.05 * Math.min(cTo - cFrom, sTo - sFrom), 40));
     expect(served.err).toMatch(new RegExp(`rddp perf: -b: \\d+ operations of ${size} octets towards the client\n`));
     expect(line(served.out, size)).toBe(line(client.out, size));
   }, 60_000);
