@@ -36,6 +36,19 @@ export class PeerClosedError extends codedError(PeerEndedError, 'ERR_RDDP_PEER_C
  */
 const ENDED_CODES = new Set(['ERR_RDMAP_FLUSHED', 'ERR_RDMAP_LLP_FAILED', 'ERR_VERBS_QP_STATE']);
 
+/**
+ * The error in `e`'s cause chain (a few levels) whose code only says the stream ended under an operation
+ * (one of the codes `PeerWatch.explain` names the peer's end for), or undefined.
+ */
+export function streamEnded(e: unknown): unknown {
+  for (let x = e, depth = 0; x !== undefined && x !== null && depth < 4; depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === 'string' && ENDED_CODES.has(code)) return x;
+    x = (x as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** Watches one connection from its start; `explain` turns a failed operation into why the run ended. */
 export class PeerWatch {
   private terminate: RdmapTerminateEvent | undefined;
@@ -97,4 +110,27 @@ export function describeTerminateEvent(t: RdmapTerminateEvent): string {
   return t.direction === 'not-sent'
     ? `Terminate not sent (${t.notSentReason}): ${t.description}`
     : `Terminate ${t.direction}: ${t.description}`;
+}
+
+/**
+ * `p`, or the error `timedOut()` makes once `ms` pass before `p` settles (a protocol step's bound). The
+ * promise that loses the race is left to settle on its own, its rejection handled.
+ */
+export function withinMs<T>(p: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => {
+      p.catch(() => {});
+      reject(timedOut());
+    }, ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
 }

@@ -10,7 +10,7 @@ import { type LlpConnection, type MemoryReservation, processMemoryBudget, source
 import type { RdmapStreamBuilder } from '@rddp/stack';
 import { Access, type Device, type Mr, type RemoteBuffer, type SendWorkRequest, type Sge } from '@rddp/verbs';
 import { filter, firstValueFrom } from 'rxjs';
-import { PeerWatch } from '../peer.js';
+import { PeerWatch, streamEnded, withinMs } from '../peer.js';
 import {
   PerfBadMessageError,
   PerfHelloRefusedError,
@@ -98,38 +98,8 @@ class StepClock {
   /** `p`, or PerfStepTimeoutError naming `step` once the bound passes; the loser's rejection is handled. */
   within<T>(p: Promise<T>, step: string): Promise<T> {
     const ms = Math.max(stepFloorMs(), Math.ceil(2 * (performance.now() - this.mark)));
-    return new Promise<T>((resolve, reject) => {
-      const t = setTimeout(() => {
-        p.catch(() => {});
-        reject(new PerfStepTimeoutError(step, ms));
-      }, ms);
-      p.then(
-        (v) => {
-          clearTimeout(t);
-          resolve(v);
-        },
-        (e: unknown) => {
-          clearTimeout(t);
-          reject(e);
-        },
-      );
-    });
+    return withinMs(p, ms, () => new PerfStepTimeoutError(step, ms));
   }
-}
-
-/**
- * Codes that only say the stream ended under an operation, or that a post came after it (the codes
- * `PeerWatch.explain` names the peer's end for, peer.ts): a write_lat Write back failing so is the client
- * ending, not the Write back. The error carrying one (a failed completion's cause) is returned.
- */
-const STREAM_ENDED_CODES = new Set(['ERR_RDMAP_FLUSHED', 'ERR_RDMAP_LLP_FAILED', 'ERR_VERBS_QP_STATE']);
-function streamEnded(e: unknown): unknown {
-  for (let x = e, depth = 0; x !== undefined && x !== null && depth < 4; depth++) {
-    const code = (x as { code?: unknown }).code;
-    if (typeof code === 'string' && STREAM_ENDED_CODES.has(code)) return x;
-    x = (x as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 /** Deterministic payload octets so both ends can check data without shipping it. */

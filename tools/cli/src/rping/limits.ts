@@ -12,6 +12,7 @@ import {
   processMemoryBudget,
   sourceKey,
 } from '@rddp/llp';
+import { withinMs } from '../peer.js';
 import { RPING_DEFAULT_STEP_TIMEOUT_MS } from './defaults.js';
 import { RpingServerBusyError, RpingStepTimeoutError } from './errors.js';
 
@@ -27,22 +28,7 @@ export function clientSource(remote: LlpAddress, ipv6Prefix: number = DEFAULT_IP
  * the race is left to settle on its own, its rejection handled (the Terminate that follows flushes it).
  */
 export function withinStep<T>(p: Promise<T>, ms: number, step: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => {
-      p.catch(() => {});
-      reject(new RpingStepTimeoutError(step, ms));
-    }, ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
+  return withinMs(p, ms, () => new RpingStepTimeoutError(step, ms));
 }
 
 /** -P: the budget all clients' ping buffers share (--max-memory), and what one source may hold of it. */
