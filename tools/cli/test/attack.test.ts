@@ -21,7 +21,7 @@ describe('rddp attack: a long-running server under each hostile peer', () => {
   it('every attack: RSS within budget, handles back to baseline, the honest client served', async () => {
     // A short run's RSS includes the young generation filling up: the tight memory checks are the heap
     // tests beside each fix; here the budget only catches a runaway.
-    const { done } = run(['attack', '--seconds', '3', '--settle', '15', '--budget', '64', '--json']);
+    const { done } = run(['attack', '--seconds', '2', '--settle', '15', '--budget', '64', '--json']);
     const { code, out, err } = await done;
     const results = out
       .trim()

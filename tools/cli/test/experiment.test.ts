@@ -76,7 +76,7 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
       '--jitter', '1',
       '--reorder', '1',
       '--rate', '200',
-      '-D', '1.5',
+      '-D', '1',
       '--seed', '4242',
       '--out', out,
     ]); // biome-ignore format: flag pairs
@@ -92,7 +92,7 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
     expect(json.seed).toBe(4242);
     expect(json.runs).toHaveLength(8);
     expect(new Set(json.runs.map((x: { mapping: string }) => x.mapping))).toEqual(new Set(MAPPINGS));
-    const expected = Math.floor(1.5 * 200);
+    const expected = Math.floor(1 * 200);
     let messages = 0;
     for (const run of json.runs) {
       expect(run.verified).toBe(true);
@@ -164,7 +164,7 @@ describe.skipIf(why !== undefined)(`rddp experiment on a real impaired link${why
       expect(look.inked).toBeGreaterThan(look.width * look.height * 0.01);
       // Every plot says what the run was.
       expect(svg).toMatch(
-        /class="caption"[^>]*>4 flows × 200 Sends\/s × 1024 octets, 1\.5 s; loss [02] %\/direction, delay 2 ms \+ U\(0, 1\) ms, reorder 1 %; seed \d+</,
+        /class="caption"[^>]*>4 flows × 200 Sends\/s × 1024 octets, 1 s; loss [02] %\/direction, delay 2 ms \+ U\(0, 1\) ms, reorder 1 %; seed \d+</,
       );
       const series = seriesOf(svg);
       if (f.startsWith('waits-')) {
