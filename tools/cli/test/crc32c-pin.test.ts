@@ -1,36 +1,17 @@
-/**
- * `RDDP_CRC32C`, from outside (issue 37: a pin is never ignored). One table and resolver in @rddp/llp
- * serve MPA/TCP (the CRC, RFC 5044 §4.4) and SCTP (the checksum, RFC 4960 §6.8): a pin naming no backend,
- * or a backend this install lacks, ends `rddp` with one line carrying the code and exit status 1, on
- * either transport; importing either package with such a pin does not throw. Each case is its own process.
- */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Ended, startedProcesses } from './procs.js';
+import { type Ended, nodeWith, startedProcesses } from './procs.js';
 
 const CLI_DIR = path.resolve(__dirname, '..');
 const MAIN = path.join(CLI_DIR, 'dist/main.js');
-/** node --require fake: hides the packages RDDP_TEST_MISSING names, as on an install without them. */
-const MISSING = path.resolve(__dirname, 'fixtures/missing-modules.cjs');
 
 const procs = startedProcesses();
 
 /** `node args…` in tools/cli with `env` added, `missing` hidden; all it wrote and its status. */
 function node(args: string[], env: Record<string, string>, missing?: string): Promise<Ended> {
-  const child: ChildProcess = procs.track(
-    spawn(process.execPath, [...(missing ? ['--require', MISSING] : []), ...args], {
-      cwd: CLI_DIR,
-      env: { ...process.env, ...env, ...(missing ? { RDDP_TEST_MISSING: missing } : {}) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  );
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (err += d));
-  return once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err }));
+  const p = nodeWith(args, { env, cwd: CLI_DIR, ...(missing ? { missing } : {}) });
+  procs.track(p.child);
+  return p.done;
 }
 
 const perf = (transport: string) => [MAIN, 'perf', 'write_bw', '--loopback', '-n', '10', '--transport', transport];

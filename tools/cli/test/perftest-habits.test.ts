@@ -3,19 +3,16 @@
  * a header naming what decides the figure), `rddp doctor` shows the backends, and a pinned backend that
  * is missing is an error. Each runs the CLI as a separate process.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_MEMORY_BUDGET } from '@rddp/llp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../src/index.js';
-import { type Ended, freePort, outputMatches, startedProcesses } from './procs.js';
+import { type Ended, freePort, nodeWith, outputMatches, startedProcesses } from './procs.js';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
-/** node --require fake: hides the packages RDDP_TEST_MISSING names, as on an install without them. */
-const MISSING = path.resolve(__dirname, 'fixtures/missing-modules.cjs');
 
 const procs = startedProcesses();
 
@@ -25,17 +22,9 @@ function cli(
   env: Record<string, string> = {},
   missing?: string,
 ): { child: ChildProcess; done: Promise<Ended> } {
-  const child = procs.track(
-    spawn(process.execPath, [...(missing ? ['--require', MISSING] : []), MAIN, ...args], {
-      env: { ...process.env, ...env, ...(missing ? { RDDP_TEST_MISSING: missing } : {}) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  );
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (err += d));
-  return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
+  const p = nodeWith([MAIN, ...args], { env, ...(missing ? { missing } : {}) });
+  procs.track(p.child);
+  return p;
 }
 
 beforeAll(async () => {

@@ -33,6 +33,30 @@ export function run(args: string[]): {
   return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
 }
 
+/** node --require fake: hides the packages RDDP_TEST_MISSING names, as on an install without them. */
+const MISSING = path.resolve(__dirname, 'fixtures/missing-modules.cjs');
+
+/**
+ * `node args…` with `env` added and, where `missing` names packages, the missing-modules fake hiding them
+ * (an install without them); collects its output.
+ */
+export function nodeWith(
+  args: string[],
+  o: { env?: Record<string, string>; missing?: string; cwd?: string } = {},
+): { child: ChildProcess; done: Promise<Ended> } {
+  const { env = {}, missing, cwd } = o;
+  const child = spawn(process.execPath, [...(missing ? ['--require', MISSING] : []), ...args], {
+    ...(cwd ? { cwd } : {}),
+    env: { ...process.env, ...env, ...(missing ? { RDDP_TEST_MISSING: missing } : {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  return { child, done: once(child, 'exit').then(([code]) => ({ code: code as number | null, out, err })) };
+}
+
 /**
  * Every process a test starts; whatever still runs after the test is killed (a failed test leaks none).
  * Call it at a test file's top level (it adds an `afterEach`): `run` is procs' `run`, the process kept;
